@@ -1,0 +1,36 @@
+/// One refused setting: which key, the value as given, what is wrong and what is allowed (CFG-9).
+public struct WAFConfigurationIssue: Sendable, Hashable, CustomStringConvertible {
+    public let key: String
+    /// The value as given, rendered for a human (strings quoted); nil when the key is missing.
+    public let value: String?
+    public let problem: String
+    public let allowed: String
+
+    public init(key: String, value: String?, problem: String, allowed: String) {
+        self.key = key
+        self.value = value
+        self.problem = problem
+        self.allowed = allowed
+    }
+
+    public var description: String {
+        if let value {
+            return "\(key): \(value) \(problem) (allowed: \(allowed))"
+        }
+        return "\(key): \(problem) (allowed: \(allowed))"
+    }
+}
+
+/// A configuration was refused (OBJ-2). Holds every problem found, not only the first.
+public struct WAFConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    public let issues: [WAFConfigurationIssue]
+
+    public init(issues: [WAFConfigurationIssue]) {
+        precondition(!issues.isEmpty, "a configuration error names at least one issue")
+        self.issues = issues
+    }
+
+    public var description: String {
+        issues.map(\.description).joined(separator: "\n")
+    }
+}

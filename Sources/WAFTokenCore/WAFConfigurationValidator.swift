@@ -1,0 +1,172 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A setting as a configuration source gives it, before it is checked against its key's type.
+public enum WAFSettingValue: Sendable, Hashable, CustomStringConvertible {
+    case string(String)
+    case int(Int)
+    case bool(Bool)
+    case double(Double)
+
+    /// The value for an error message: strings quoted, so that an empty or blank value shows.
+    public var rendered: String {
+        switch self {
+        case .string(let text): text.debugDescription
+        case .int(let number): String(number)
+        case .bool(let flag): String(flag)
+        case .double(let number): String(number)
+        }
+    }
+
+    public var description: String { rendered }
+}
+
+/// Collects every problem of a configuration instead of stopping at the first (CFG-9).
+struct WAFConfigurationValidator {
+    private(set) var issues: [WAFConfigurationIssue] = []
+
+    mutating func issue(key: String, value: String?, problem: String, allowed: String) {
+        issues.append(WAFConfigurationIssue(key: key, value: value, problem: problem, allowed: allowed))
+    }
+
+    private mutating func refuse<T>(_ key: WAFConfigurationKey, _ value: WAFSettingValue?, _ problem: String) -> T? {
+        issue(key: key.rawValue, value: value?.rendered, problem: problem, allowed: key.allowed)
+        return nil
+    }
+
+    func finish() throws(WAFConfigurationError) {
+        if !issues.isEmpty { throw WAFConfigurationError(issues: issues) }
+    }
+
+    mutating func required(_ key: WAFConfigurationKey, _ value: WAFSettingValue?) -> WAFSettingValue? {
+        guard let value else { return refuse(key, nil, "is required") }
+        return value
+    }
+
+    mutating func bool(_ key: WAFConfigurationKey, _ value: WAFSettingValue) -> Bool? {
+        switch value {
+        case .bool(let flag): return flag
+        case .string(let text) where text.lowercased() == "true": return true
+        case .string(let text) where text.lowercased() == "false": return false
+        default: return refuse(key, value, "is not a boolean")
+        }
+    }
+
+    mutating func int(_ key: WAFConfigurationKey, _ value: WAFSettingValue) -> Int? {
+        let number: Int?
+        switch value {
+        case .int(let whole): number = whole
+        case .string(let text): number = Int(text.trimmedOfWhitespace)
+        case .double(let real) where real.rounded() == real && abs(real) < 1e15: number = Int(real)
+        default: number = nil
+        }
+        guard let number else { return refuse(key, value, "is not an integer") }
+        return range(key, number, given: value)
+    }
+
+    @discardableResult
+    mutating func range(_ key: WAFConfigurationKey, _ number: Int, given: WAFSettingValue? = nil) -> Int? {
+        guard let allowed = key.integerRange, allowed.contains(number) else {
+            return refuse(key, given ?? .int(number), "is out of range")
+        }
+        return number
+    }
+
+    mutating func string(_ key: WAFConfigurationKey, _ value: WAFSettingValue) -> String? {
+        guard case .string(let text) = value else { return refuse(key, value, "is not a string") }
+        return text
+    }
+
+    // MARK: CFG-1
+
+    mutating func applicationIntegrationUrl(_ value: WAFSettingValue) -> URL? {
+        let key = WAFConfigurationKey.applicationIntegrationUrl
+        guard let text = string(key, value) else { return nil }
+        let trimmed = text.trimmedOfWhitespace
+        guard !trimmed.isEmpty else { return refuse(key, value, "is empty") }
+        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(),
+            let host = url.host(percentEncoded: false), !host.isEmpty
+        else { return refuse(key, value, "is not an absolute URL") }
+        guard url.user == nil, url.password == nil else { return refuse(key, value, "holds user credentials") }
+        guard url.query == nil, url.fragment == nil else { return refuse(key, value, "has a query or fragment") }
+        switch scheme {
+        case "https": return url
+        case "http" where Self.isLoopback(host: host): return url
+        case "http": return refuse(key, value, "uses http to a host that is not loopback")
+        default: return refuse(key, value, "has the scheme \(scheme)")
+        }
+    }
+
+    /// `localhost`, 127.0.0.0/8 and ::1: the only hosts that may be spoken to in plain http.
+    static func isLoopback(host: String) -> Bool {
+        let bare = (host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host).lowercased()
+        if bare == "localhost" || bare == "::1" { return true }
+        guard let octets = ipv4Octets(bare) else { return false }
+        return octets[0] == 127
+    }
+
+    static func ipv4Octets(_ text: String) -> [UInt8]? {
+        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 4 else { return nil }
+        let octets = parts.compactMap { part -> UInt8? in
+            guard (1...3).contains(part.count), part.allSatisfy(\.isASCII), part.allSatisfy(\.isNumber)
+            else { return nil }
+            return UInt8(part)
+        }
+        return octets.count == 4 ? octets : nil
+    }
+
+    // MARK: CFG-2
+
+    mutating func domainName(_ value: WAFSettingValue) -> String? {
+        let key = WAFConfigurationKey.domainName
+        guard let text = string(key, value) else { return nil }
+        let domain = text.lowercased()
+        if domain.isEmpty { return refuse(key, value, "is empty") }
+        if domain.contains("://") { return refuse(key, value, "has a scheme") }
+        if domain.contains("/") { return refuse(key, value, "has a path") }
+        if domain.contains("?") || domain.contains("#") { return refuse(key, value, "has a query") }
+        if domain.contains("@") { return refuse(key, value, "holds user credentials") }
+        if domain.contains(":") { return refuse(key, value, "has a port") }
+        if !domain.allSatisfy(\.isASCII) {
+            return refuse(key, value, "is not ASCII (give an internationalised name in its xn-- form)")
+        }
+        // An IPv4 literal is a host, and the only way to name one in a cookie (the demo's 127.0.0.1).
+        if Self.ipv4Octets(domain) != nil { return domain }
+        if domain.utf8.count > 253 { return refuse(key, value, "is longer than 253 characters") }
+        let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
+        for label in labels {
+            let valid = (1...63).contains(label.count)
+                && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
+                && label.first != "-" && label.last != "-"
+            if !valid { return refuse(key, value, "is not a valid host name") }
+        }
+        if PublicSuffixList.isPublicSuffix(domain) {
+            return refuse(key, value, "is a public suffix by the Public Suffix List")
+        }
+        return domain
+    }
+
+    // MARK: CFG-7
+
+    mutating func tokenCookiePath(_ value: WAFSettingValue) -> String? {
+        let key = WAFConfigurationKey.tokenCookiePath
+        guard let path = string(key, value) else { return nil }
+        guard path.hasPrefix("/") else { return refuse(key, value, "does not start with /") }
+        let forbidden = path.unicodeScalars.contains {
+            $0 == ";" || $0 == " " || $0.properties.generalCategory == .control
+        }
+        if forbidden { return refuse(key, value, "holds a space, ';' or a control character") }
+        return path
+    }
+}
+
+extension StringProtocol {
+    /// The text without leading and trailing whitespace (FoundationEssentials has no trimming).
+    var trimmedOfWhitespace: String {
+        String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+    }
+}

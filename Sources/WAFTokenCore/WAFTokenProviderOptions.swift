@@ -1,0 +1,49 @@
+import Logging
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What a provider needs beyond the SDK's `WAFConfiguration`.
+public struct WAFTokenProviderOptions: Sendable {
+    /// Which lifecycle states are active (LIFE-1).
+    public var lifecycleProfile: WAFLifecycleProfile
+    /// Random shortening of the periodic and error-phase waits (RET-7); backoff stays exact.
+    public var jitter: Bool
+    /// A number in 0…1 for each jittered wait; injectable so that tests pin the extremes.
+    public var randomUnit: @Sendable () -> Double
+    /// Mark the token cookie `Secure` (COOK-3).
+    public var cookieSecure: Bool
+    /// A token from an earlier run, loaded before the first fetch: fresh, it is served at once
+    /// and refreshed on schedule; stale, it is served as stale and refreshed at once.
+    public var restoredToken: RestoredToken?
+    public var logger: Logger
+
+    public struct RestoredToken: Sendable {
+        public var value: String
+        public var fetchedAt: Date
+
+        public init(value: String, fetchedAt: Date) {
+            self.value = value
+            self.fetchedAt = fetchedAt
+        }
+    }
+
+    public init(
+        lifecycleProfile: WAFLifecycleProfile = .ios,
+        jitter: Bool = true,
+        randomUnit: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
+        cookieSecure: Bool = false,
+        restoredToken: RestoredToken? = nil,
+        logger: Logger = Logger(label: "waf-token-provider")
+    ) {
+        self.lifecycleProfile = lifecycleProfile
+        self.jitter = jitter
+        self.randomUnit = randomUnit
+        self.cookieSecure = cookieSecure
+        self.restoredToken = restoredToken
+        self.logger = logger
+    }
+}

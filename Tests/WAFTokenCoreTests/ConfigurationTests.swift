@@ -1,0 +1,240 @@
+import Testing
+@testable import WAFTokenCore
+
+private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
+
+private func issues(_ build: () throws(WAFConfigurationError) -> WAFConfiguration) -> [WAFConfigurationIssue] {
+    do {
+        _ = try build()
+        return []
+    } catch {
+        return error.issues
+    }
+}
+
+private func refusal(url: String = url, domain: String = "example.com") -> WAFConfigurationIssue? {
+    issues { () throws(WAFConfigurationError) in
+        try WAFConfiguration(applicationIntegrationUrl: url, domainName: domain)
+    }.first
+}
+
+@Suite("Configuration")
+struct ConfigurationTests {
+    @Test("OBJ-2: an invalid setting is refused with key, value and what is allowed")
+    func OBJ2_invalidSettingNamesKeyValueAndAllowed() throws {
+        let found = issues { () throws(WAFConfigurationError) in
+            try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: 11)
+        }
+        let issue = try #require(found.first)
+        #expect(found.count == 1)
+        #expect(issue.key == "maxRetryCount")
+        #expect(issue.value == "11")
+        #expect(issue.allowed == "an integer 0…10")
+        #expect(issue.description == "maxRetryCount: 11 is out of range (allowed: an integer 0…10)")
+    }
+
+    @Test("OBJ-2: every problem is reported at once, not only the first")
+    func OBJ2_allProblemsReportedTogether() {
+        let found = issues { () throws(WAFConfigurationError) in
+            try WAFConfiguration(
+                applicationIntegrationUrl: "ftp://x", domainName: "co.uk", maxErrorTokenRefreshDelayMsec: 0,
+                maxRetryCount: -1, tokenCookiePath: "web", tokenRefreshDelaySec: 601)
+        }
+        #expect(
+            found.map(\.key) == [
+                "applicationIntegrationUrl", "domainName", "maxErrorTokenRefreshDelayMsec", "maxRetryCount",
+                "tokenCookiePath", "tokenRefreshDelaySec",
+            ])
+    }
+
+    @Test("CFG-1: https, or http to loopback only; one trailing slash dropped")
+    func CFG1_applicationIntegrationUrl() throws {
+        let accepted = [
+            url, "https://abc.edge.sdk.awswaf.com/a/b", "http://127.0.0.1:8080/x/y/", "http://localhost:1/",
+            "http://[::1]:9/p/", "http://127.1.2.3/",
+        ]
+        for text in accepted { #expect(refusal(url: text) == nil, "\(text)") }
+
+        let refused: [(String, String)] = [
+            ("http://example.com/a/", "uses http to a host that is not loopback"),
+            ("http://10.0.0.1/a/", "uses http to a host that is not loopback"),
+            ("ftp://example.com/a/", "has the scheme ftp"),
+            ("/relative/path", "is not an absolute URL"),
+            ("not a url", "is not an absolute URL"),
+            ("", "is empty"),
+            ("https://example.com/a/?x=1", "has a query or fragment"),
+            ("https://example.com/a/#f", "has a query or fragment"),
+            ("https://user:pw@example.com/a/", "holds user credentials"),
+        ]
+        for (text, problem) in refused {
+            let issue = refusal(url: text)
+            #expect(issue?.key == "applicationIntegrationUrl", "\(text)")
+            #expect(issue?.problem == problem, "\(text)")
+            #expect(issue?.value == text.debugDescription)
+        }
+
+        let config = try WAFConfiguration(applicationIntegrationUrl: "https://h.example/a/b/", domainName: "example.com")
+        #expect(config.tokenServiceBaseURL == "https://h.example/a/b")
+        let noSlash = try WAFConfiguration(applicationIntegrationUrl: "https://h.example/a/b", domainName: "example.com")
+        #expect(noSlash.tokenServiceBaseURL == "https://h.example/a/b")
+        let twoSlashes = try WAFConfiguration(applicationIntegrationUrl: "https://h.example/a//", domainName: "example.com")
+        #expect(twoSlashes.tokenServiceBaseURL == "https://h.example/a/")
+    }
+
+    @Test("CFG-2: a bare host name that the Public Suffix List does not call a public suffix")
+    func CFG2_domainName() throws {
+        for domain in ["example.com", "aws.amazon.com", "foo.example.co.uk", "usa.gov", "localhost", "127.0.0.1", "xn--bcher-kva.example"] {
+            #expect(refusal(domain: domain) == nil, "\(domain) should be accepted")
+        }
+        let refused: [(String, String)] = [
+            ("com", "is a public suffix by the Public Suffix List"),
+            ("co.uk", "is a public suffix by the Public Suffix List"),
+            ("github.io", "is a public suffix by the Public Suffix List"),
+            ("s3.amazonaws.com", "is a public suffix by the Public Suffix List"),
+            ("https://example.com", "has a scheme"),
+            ("example.com:443", "has a port"),
+            ("example.com/login", "has a path"),
+            ("example.com?a=b", "has a query"),
+            ("user@example.com", "holds user credentials"),
+            ("", "is empty"),
+            ("exa mple.com", "is not a valid host name"),
+            ("-bad.example.com", "is not a valid host name"),
+            ("example..com", "is not a valid host name"),
+            ("bücher.example", "is not ASCII (give an internationalised name in its xn-- form)"),
+        ]
+        for (domain, problem) in refused {
+            let issue = refusal(domain: domain)
+            #expect(issue?.key == "domainName", "\(domain)")
+            #expect(issue?.problem == problem, "\(domain)")
+        }
+        // Host names are case-insensitive; the list is consulted, and the token built, in lower case.
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "WWW.Example.COM").domainName == "www.example.com")
+        #expect(refusal(domain: "CO.UK")?.problem == "is a public suffix by the Public Suffix List")
+        #expect(PublicSuffixList.isAvailable)
+    }
+
+    @Test("CFG-3: backgroundRefreshEnabled defaults to true")
+    func CFG3_backgroundRefreshDefaultsOn() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").backgroundRefreshEnabled)
+        #expect(try WAFConfiguration(settings: ["applicationIntegrationUrl": .string(url), "domainName": .string("example.com")]).backgroundRefreshEnabled)
+    }
+
+    @Test("CFG-4: maxErrorTokenRefreshDelayMsec defaults to 5000, allows 1…30000")
+    func CFG4_maxErrorTokenRefreshDelayMsec() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").maxErrorTokenRefreshDelayMsec == 5000)
+        for value in [1, 30000] {
+            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxErrorTokenRefreshDelayMsec: value).maxErrorTokenRefreshDelayMsec == value)
+        }
+        for value in [0, -5, 30001] {
+            let found = issues { () throws(WAFConfigurationError) in
+                try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxErrorTokenRefreshDelayMsec: value)
+            }
+            #expect(found.map(\.description) == ["maxErrorTokenRefreshDelayMsec: \(value) is out of range (allowed: an integer 1…30000)"])
+        }
+    }
+
+    @Test("CFG-5: maxRetryCount defaults to 5 with background refresh, 3 without; allows 0…10")
+    func CFG5_maxRetryCount() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").maxRetryCount == 5)
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", backgroundRefreshEnabled: false).maxRetryCount == 3)
+        #expect(try WAFConfiguration(settings: [
+            "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"), "backgroundRefreshEnabled": .bool(false),
+        ]).maxRetryCount == 3)
+        for value in [0, 10] {
+            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: value).maxRetryCount == value)
+        }
+        for value in [-1, 11] {
+            #expect(refusalOf(maxRetryCount: value)?.description == "maxRetryCount: \(value) is out of range (allowed: an integer 0…10)")
+        }
+    }
+
+    private func refusalOf(maxRetryCount: Int) -> WAFConfigurationIssue? {
+        issues { () throws(WAFConfigurationError) in
+            try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: maxRetryCount)
+        }.first
+    }
+
+    @Test("CFG-6: setTokenCookie defaults to true")
+    func CFG6_setTokenCookieDefaultsOn() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").setTokenCookie)
+    }
+
+    @Test("CFG-7: tokenCookiePath defaults to / and must start with /")
+    func CFG7_tokenCookiePath() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").tokenCookiePath == "/")
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenCookiePath: "/web/login").tokenCookiePath == "/web/login")
+        let cases: [(String, String)] = [
+            ("web/login", "does not start with /"), ("", "does not start with /"),
+            ("/a b", "holds a space, ';' or a control character"), ("/a;b", "holds a space, ';' or a control character"),
+            ("/a\nb", "holds a space, ';' or a control character"),
+        ]
+        for (path, problem) in cases {
+            let found = issues { () throws(WAFConfigurationError) in
+                try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenCookiePath: path)
+            }
+            #expect(found.map(\.problem) == [problem], "\(path.debugDescription)")
+            #expect(found.first?.key == "tokenCookiePath")
+        }
+    }
+
+    @Test("CFG-8: tokenRefreshDelaySec defaults to 300, allows 300…600")
+    func CFG8_tokenRefreshDelaySec() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").tokenRefreshDelaySec == 300)
+        for value in [300, 450, 600] {
+            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: value).tokenRefreshDelaySec == value)
+        }
+        for value in [299, 601, 0] {
+            let found = issues { () throws(WAFConfigurationError) in
+                try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: value)
+            }
+            #expect(found.map(\.description) == ["tokenRefreshDelaySec: \(value) is out of range (allowed: an integer 300…600)"])
+        }
+    }
+
+    @Test("CFG-9: wrong types and out-of-range values are refused, never clamped or coerced")
+    func CFG9_wrongTypeOrRangeRefusedNeverClamped() {
+        let found = issues { () throws(WAFConfigurationError) in
+            try WAFConfiguration(settings: [
+                "applicationIntegrationUrl": .int(42),
+                "domainName": .bool(true),
+                "backgroundRefreshEnabled": .string("yes"),
+                "maxErrorTokenRefreshDelayMsec": .double(2.5),
+                "maxRetryCount": .string("five"),
+                "setTokenCookie": .int(1),
+                "tokenCookiePath": .string("/ok"),
+                "tokenRefreshDelaySec": .string("900"),
+                "tokenRefreshDelay": .int(300),
+            ])
+        }
+        #expect(found.map(\.description) == [
+            "tokenRefreshDelay: 300 is not a configuration key (allowed: applicationIntegrationUrl, domainName, backgroundRefreshEnabled, maxErrorTokenRefreshDelayMsec, maxRetryCount, setTokenCookie, tokenCookiePath, tokenRefreshDelaySec)",
+            "applicationIntegrationUrl: 42 is not a string (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed))",
+            "domainName: true is not a string (allowed: \(WAFConfigurationKey.domainName.allowed))",
+            "backgroundRefreshEnabled: \"yes\" is not a boolean (allowed: true or false)",
+            "maxErrorTokenRefreshDelayMsec: 2.5 is not an integer (allowed: an integer 1…30000)",
+            "maxRetryCount: \"five\" is not an integer (allowed: an integer 0…10)",
+            "setTokenCookie: 1 is not a boolean (allowed: true or false)",
+            "tokenRefreshDelaySec: \"900\" is out of range (allowed: an integer 300…600)",
+        ])
+        let missing = issues { () throws(WAFConfigurationError) in try WAFConfiguration(settings: [:]) }
+        #expect(missing.map(\.description) == [
+            "applicationIntegrationUrl: is required (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed))",
+            "domainName: is required (allowed: \(WAFConfigurationKey.domainName.allowed))",
+        ])
+    }
+
+    @Test("CFG-9: strings from the environment or a command line are read as their key's type")
+    func CFG9_stringsConvertToTheKeysType() throws {
+        let config = try WAFConfiguration(settings: [
+            "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"),
+            "backgroundRefreshEnabled": .string("FALSE"), "maxRetryCount": .string(" 7 "),
+            "tokenRefreshDelaySec": .string("600"), "maxErrorTokenRefreshDelayMsec": .double(1000),
+        ])
+        #expect(config.backgroundRefreshEnabled == false)
+        #expect(config.maxRetryCount == 7)
+        #expect(config.tokenRefreshDelaySec == 600)
+        #expect(config.maxErrorTokenRefreshDelayMsec == 1000)
+        // The effective settings read back into the same configuration.
+        #expect(try WAFConfiguration(settings: config.settings) == config)
+    }
+}

@@ -17,6 +17,7 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.3"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.94.0"),
     ],
     targets: [
         // Public Suffix List through Debian's libpsl (libpsl-dev, publicsuffix).
@@ -34,6 +35,9 @@ let package = Package(
                 "CLibPSL",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex
+                // on Linux, whose lock lives in the uninstrumented standard library.
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict
         ),
@@ -47,7 +51,10 @@ let package = Package(
 
         .testTarget(
             name: "WAFTokenCoreTests",
-            dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"],
+            dependencies: [
+                "WAFTokenCore", "WAFTokenCoreTestKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
     ],

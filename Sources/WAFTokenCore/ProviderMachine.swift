@@ -1,5 +1,5 @@
 import Logging
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -58,7 +58,7 @@ final class ProviderMachine: @unchecked Sendable {
     let cookieManager: WAFCookieManager
     let logger: Logger
     let randomUnit: @Sendable () -> Double
-    let published: Mutex<Published>
+    let published: NIOLockedValueBox<Published>
 
     private var configuration: WAFConfiguration
     private var profile: WAFLifecycleProfile
@@ -103,7 +103,7 @@ final class ProviderMachine: @unchecked Sendable {
         randomUnit = options.randomUnit
         logger = options.logger
         cookieManager = WAFCookieManager(settings: .init(configuration: configuration, secure: options.cookieSecure))
-        published = Mutex(Published(configuration: configuration, token: nil, paused: false, isShutDown: false))
+        published = NIOLockedValueBox(Published(configuration: configuration, token: nil, paused: false, isShutDown: false))
     }
 
     // MARK: Derived state
@@ -130,7 +130,7 @@ final class ProviderMachine: @unchecked Sendable {
 
     private func publish() {
         let snapshot = Published(configuration: configuration, token: token, paused: paused, isShutDown: isShutDown)
-        published.withLock { $0 = snapshot }
+        published.withLockedValue { $0 = snapshot }
     }
 
     private func emit(_ event: WAFProviderEvent) {

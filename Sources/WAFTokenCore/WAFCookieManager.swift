@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// The SDK's cookie manager (COOK-1…4): holds the `aws-waf-token` cookie of the latest token and
 /// says, for a request path, whether it applies.
@@ -25,16 +25,16 @@ public final class WAFCookieManager: Sendable {
         }
     }
 
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
 
     public init(settings: Settings) {
-        state = Mutex(State(settings: settings, cookie: nil))
+        state = NIOLockedValueBox(State(settings: settings, cookie: nil))
     }
 
-    public var settings: Settings { state.withLock { $0.settings } }
+    public var settings: Settings { state.withLockedValue { $0.settings } }
 
     /// The cookie as last stored, whatever the path; nil with `setTokenCookie` false (COOK-2).
-    public var currentCookie: WAFCookie? { state.withLock { $0.cookie } }
+    public var currentCookie: WAFCookie? { state.withLockedValue { $0.cookie } }
 
     /// The cookie for a request to `path`, or nil when none applies (COOK-1, COOK-2).
     public func cookie(forPath path: String) -> WAFCookie? {
@@ -50,7 +50,7 @@ public final class WAFCookieManager: Sendable {
     /// Writes the cookie for `token` (a no-op with `setTokenCookie` false, COOK-2).
     @discardableResult
     public func store(_ token: WAFToken) -> WAFCookie? {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard state.settings.setTokenCookie else { return nil }
             let cookie = WAFCookie(
                 token: token, domainName: state.settings.domainName, path: state.settings.path,
@@ -62,7 +62,7 @@ public final class WAFCookieManager: Sendable {
 
     /// Applies new settings; the stored cookie is rewritten for them, or dropped if cookies are off.
     func update(settings: Settings, token: WAFToken?) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.settings = settings
             state.cookie = nil
         }

@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -23,7 +23,7 @@ public final class WAFTokenProvider: Sendable {
     public let cookieManager: WAFCookieManager
     private let machine: ProviderMachine
     private let scheduler: any WAFScheduler
-    private let observerIDs = Atomic<UInt64>(0)
+    private let observerIDs = NIOLockedValueBox<UInt64>(0)
 
     /// Builds the provider and starts it: with background refresh, the first fetch begins at once
     /// (TOK-1).
@@ -40,7 +40,7 @@ public final class WAFTokenProvider: Sendable {
     }
 
     /// The configuration in force (it changes only through `reconfigure`).
-    public var configuration: WAFConfiguration { machine.published.withLock { $0.configuration } }
+    public var configuration: WAFConfiguration { machine.published.withLockedValue { $0.configuration } }
 
     // MARK: The SDK's calls
 
@@ -48,23 +48,23 @@ public final class WAFTokenProvider: Sendable {
     /// TOK-2: without, a blocking fetch of a new token; after `maxRetryCount` retries the previous
     /// token or nil (RET-4). Use `token()` from async code.
     public func getToken() -> WAFToken? {
-        let published = machine.published.withLock { $0 }
+        let published = machine.published.withLockedValue { $0 }
         guard !published.configuration.backgroundRefreshEnabled, !published.isShutDown else {
             return published.token
         }
         let done = DispatchSemaphore(value: 0)
-        let result = Locked<WAFToken?>(nil)
+        let result = NIOLockedValueBox<WAFToken?>(nil)
         getToken { token in
-            result.withLock { $0 = token }
+            result.withLockedValue { $0 = token }
             done.signal()
         }
         done.wait()
-        return result.value
+        return result.withLockedValue { $0 }
     }
 
     /// `getToken()` without blocking: the completion runs on a background thread.
     public func getToken(completion: @escaping @Sendable (WAFToken?) -> Void) {
-        let published = machine.published.withLock { $0 }
+        let published = machine.published.withLockedValue { $0 }
         if published.configuration.backgroundRefreshEnabled {
             scheduler.deliver { completion(published.token) }
             return
@@ -123,7 +123,7 @@ public final class WAFTokenProvider: Sendable {
 
     /// The cached token with its age and staleness, read without the state queue.
     public func cachedToken() -> (token: WAFToken, age: Duration, stale: Bool)? {
-        let published = machine.published.withLock { $0 }
+        let published = machine.published.withLockedValue { $0 }
         guard let token = published.token else { return nil }
         let age = token.age(at: scheduler.now)
         return (token, age, published.paused || age >= published.configuration.tokenRefreshDelay)
@@ -158,7 +158,10 @@ public final class WAFTokenProvider: Sendable {
         bufferingPolicy: AsyncStream<WAFProviderEvent>.Continuation.BufferingPolicy = .bufferingNewest(256)
     ) -> AsyncStream<WAFProviderEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: WAFProviderEvent.self, bufferingPolicy: bufferingPolicy)
-        let id = observerIDs.add(1, ordering: .relaxed).newValue
+        let id = observerIDs.withLockedValue { last in
+            last += 1
+            return last
+        }
         let observer = ProviderMachine.Observer(
             yield: { continuation.yield($0) }, finish: { continuation.finish() })
         continuation.onTermination = { [scheduler, machine] _ in

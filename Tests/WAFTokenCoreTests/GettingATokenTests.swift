@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
@@ -7,17 +7,22 @@ import WAFTokenCoreTestKit
 /// Runs a blocking call on its own thread while this thread drives virtual time, until the call
 /// returns. Only for providers that stop scheduling once answered (background refresh disabled).
 func blocking<T: Sendable>(_ harness: Harness, _ body: @escaping @Sendable () -> T) -> T? {
-    let result = Locked<T?>(nil)
+    let result = NIOLockedValueBox<T?>(nil)
     let done = DispatchSemaphore(value: 0)
     Thread.detachNewThread {
         let value = body()
-        result.withLock { $0 = value }
+        result.withLockedValue { $0 = value }
         done.signal()
     }
-    guard harness.scheduler.waitForPendingJob() else { return nil }
-    while harness.scheduler.advanceToNextJob() {}
-    guard done.wait(timeout: .now() + 10) == .success else { return nil }
-    return result.withLock { $0 }
+    let deadline = DispatchTime.now() + 10
+    while done.wait(timeout: .now()) != .success {
+        guard DispatchTime.now() < deadline else { return nil }
+        if !harness.scheduler.advanceToNextJob() {
+            // Nothing pending: the call has not submitted its request yet, or is about to return.
+            harness.scheduler.waitForPendingJob(timeout: 0.05)
+        }
+    }
+    return result.value
 }
 
 /// Runs blocking test code on a thread of its own and awaits its result, so that the concurrency
@@ -76,10 +81,10 @@ struct GettingATokenTests {
         #expect(harness.client.callTimes == seconds(0, 1))
 
         // The non-blocking form has the same meaning.
-        let recorded = Locked<[String?]>([])
-        harness.provider.getToken { token in recorded.withLock { $0.append(token?.value) } }
+        let recorded = NIOLockedValueBox<[String?]>([])
+        harness.provider.getToken { token in recorded.withLockedValue { $0.append(token?.value) } }
         harness.advance(to: 3)
-        #expect(recorded.withLock { $0 } == ["token-3"])
+        #expect(recorded.withLockedValue { $0 } == ["token-3"])
     }
 
     @Test("TOK-3: onTokenReady answers at once when fresh, after a refresh when not, never on the caller's stack")
@@ -125,10 +130,10 @@ struct GettingATokenTests {
         defer { provider.shutdown() }
         let (answered, sameThread) = await onOwnThread {
             let answered = DispatchSemaphore(value: 0)
-            let ranOn = Locked<pthread_t?>(nil)
+            let ranOn = NIOLockedValueBox<pthread_t?>(nil)
             let caller = pthread_self()
             provider.onTokenReady { _, _ in
-                ranOn.withLock { $0 = pthread_self() }
+                ranOn.withLockedValue { $0 = pthread_self() }
                 answered.signal()
             }
             let ok = answered.wait(timeout: .now() + 10) == .success
@@ -142,17 +147,17 @@ struct GettingATokenTests {
     func TOK4_concurrentRequestsShareOneFetch() {
         let harness = Harness(.test(backgroundRefreshEnabled: false), latency: .seconds(1))
         let recorder = CallbackRecorder(scheduler: harness.scheduler)
-        let onDemand = Locked<[String?]>([])
+        let onDemand = NIOLockedValueBox<[String?]>([])
         for _ in 0..<25 {
             harness.provider.onTokenReady(recorder.callback)
             harness.provider.refreshToken(recorder.callback)
-            harness.provider.getToken { token in onDemand.withLock { $0.append(token?.value) } }
+            harness.provider.getToken { token in onDemand.withLockedValue { $0.append(token?.value) } }
         }
         harness.advance(to: 1)
         #expect(harness.client.callTimes == seconds(0))
         #expect(harness.client.maxInFlight == 1)
         #expect(recorder.tokens == Array(repeating: "token-1", count: 50))
-        #expect(onDemand.withLock { $0 } == Array(repeating: "token-1", count: 25))
+        #expect(onDemand.withLockedValue { $0 } == Array(repeating: "token-1", count: 25))
     }
 
     @Test("TOK-4: 64 threads calling getToken at once make one fetch")
@@ -160,14 +165,14 @@ struct GettingATokenTests {
         let client = GatedTokenServiceClient()
         let provider = WAFTokenProvider(configuration: .test(backgroundRefreshEnabled: false), client: client)
         defer { provider.shutdown() }
-        let results = Locked<[String?]>([])
+        let results = NIOLockedValueBox<[String?]>([])
         let (reachedGate, allJoined, allReturned) = await onOwnThread {
             let group = DispatchGroup()
             for _ in 0..<64 {
                 group.enter()
                 Thread.detachNewThread {
                     let token = provider.getToken()
-                    results.withLock { $0.append(token?.value) }
+                    results.withLockedValue { $0.append(token?.value) }
                     group.leave()
                 }
             }
@@ -190,13 +195,13 @@ struct GettingATokenTests {
         let provider = WAFTokenProvider(configuration: .test(), client: client)
         defer { provider.shutdown() }
         let total = 8 * 250
-        let answered = Locked(0)
+        let answered = NIOLockedValueBox(0)
         let allAnswered = await onOwnThread {
             let done = DispatchSemaphore(value: 0)
             DispatchQueue.concurrentPerform(iterations: 8) { worker in
                 for index in 0..<250 {
                     let callback: WAFTokenResultCallback = { _, _ in
-                        if answered.withLock({ $0 += 1; return $0 }) == total { done.signal() }
+                        if answered.withLockedValue({ $0 += 1; return $0 }) == total { done.signal() }
                     }
                     switch (worker + index) % 4 {
                     case 0: provider.refreshToken(callback)

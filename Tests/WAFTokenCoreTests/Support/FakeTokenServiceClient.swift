@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
 
@@ -27,27 +27,27 @@ final class FakeTokenServiceClient: WAFTokenServiceClient {
     private let scheduler: VirtualScheduler
     private let fallback: Step
     private let latency: Duration
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
 
     /// Follows `script`, then answers `fallback` for ever. Each fetch takes `latency` of virtual time.
     init(scheduler: VirtualScheduler, script: [Step] = [], then fallback: Step = .success, latency: Duration = .zero) {
         self.scheduler = scheduler
         self.fallback = fallback
         self.latency = latency
-        state = Mutex(State(script: script))
+        state = NIOLockedValueBox(State(script: script))
     }
 
     static let outage = SdkError.errorInvokingGetChallengeEndpoint("HTTP 503")
 
     func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String {
         let now = scheduler.now
-        let step = state.withLock { state in
+        let step = state.withLockedValue { state in
             state.calls.append(Call(at: now, existingToken: request.existingToken))
             state.inFlight += 1
             state.maxInFlight = max(state.maxInFlight, state.inFlight)
             return state.script.isEmpty ? fallback : state.script.removeFirst()
         }
-        defer { state.withLock { $0.inFlight -= 1 } }
+        defer { state.withLockedValue { $0.inFlight -= 1 } }
         if latency > .zero {
             do {
                 try await scheduler.sleep(for: latency)
@@ -57,7 +57,7 @@ final class FakeTokenServiceClient: WAFTokenServiceClient {
         }
         switch step {
         case .success:
-            return state.withLock { state in
+            return state.withLockedValue { state in
                 state.issued += 1
                 return "token-\(state.issued)"
             }
@@ -66,11 +66,11 @@ final class FakeTokenServiceClient: WAFTokenServiceClient {
         }
     }
 
-    var calls: [Call] { state.withLock { $0.calls } }
+    var calls: [Call] { state.withLockedValue { $0.calls } }
     var callCount: Int { calls.count }
     /// When each fetch started, as time since the virtual origin.
     var callTimes: [Duration] { calls.map(\.at.sinceOrigin) }
-    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+    var maxInFlight: Int { state.withLockedValue { $0.maxInFlight } }
 }
 
 /// A token service whose fetches wait at a gate until the test opens it; for tests on real threads.
@@ -84,15 +84,15 @@ final class GatedTokenServiceClient: WAFTokenServiceClient {
         var failuresLeft: Int
     }
 
-    private let state: Mutex<State>
+    private let state: NIOLockedValueBox<State>
     private let arrived = DispatchSemaphore(value: 0)
 
     init(failFirst failures: Int = 0) {
-        state = Mutex(State(failuresLeft: failures))
+        state = NIOLockedValueBox(State(failuresLeft: failures))
     }
 
     func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String {
-        let number = state.withLock { state in
+        let number = state.withLockedValue { state in
             state.calls += 1
             state.inFlight += 1
             state.maxInFlight = max(state.maxInFlight, state.inFlight)
@@ -100,14 +100,14 @@ final class GatedTokenServiceClient: WAFTokenServiceClient {
         }
         arrived.signal()
         await withCheckedContinuation { continuation in
-            let proceed = state.withLock { state in
+            let proceed = state.withLockedValue { state in
                 if state.open { return true }
                 state.waiting.append(continuation)
                 return false
             }
             if proceed { continuation.resume() }
         }
-        let fail = state.withLock { state in
+        let fail = state.withLockedValue { state in
             state.inFlight -= 1
             if state.failuresLeft > 0 {
                 state.failuresLeft -= 1
@@ -125,7 +125,7 @@ final class GatedTokenServiceClient: WAFTokenServiceClient {
     }
 
     func open() {
-        let waiting = state.withLock { state in
+        let waiting = state.withLockedValue { state in
             state.open = true
             defer { state.waiting = [] }
             return state.waiting
@@ -133,6 +133,6 @@ final class GatedTokenServiceClient: WAFTokenServiceClient {
         for continuation in waiting { continuation.resume() }
     }
 
-    var calls: Int { state.withLock { $0.calls } }
-    var maxInFlight: Int { state.withLock { $0.maxInFlight } }
+    var calls: Int { state.withLockedValue { $0.calls } }
+    var maxInFlight: Int { state.withLockedValue { $0.maxInFlight } }
 }

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
@@ -53,8 +53,10 @@ struct Harness {
     /// Virtual time since the origin.
     var elapsed: Duration { scheduler.now.sinceOrigin }
 
+    /// Moves to `seconds` after the origin, taken to the millisecond: `Duration.seconds(1.2)` from a
+    /// Double is a hair short of 1.2 s and would leave a job due at exactly 1.2 s unrun.
     func advance(to seconds: Double) {
-        scheduler.advance(to: MonotonicInstant(sinceOrigin: .seconds(seconds)))
+        scheduler.advance(to: MonotonicInstant(sinceOrigin: .milliseconds(Int64((seconds * 1000).rounded()))))
     }
 
     func setLifecycle(_ state: WAFLifecycleState) {
@@ -82,7 +84,7 @@ final class CallbackRecorder: Sendable {
         let thread: pthread_t
     }
 
-    private let entries = Locked<[Entry]>([])
+    private let entries = NIOLockedValueBox<[Entry]>([])
     private let scheduler: (any WAFScheduler)?
 
     init(scheduler: (any WAFScheduler)? = nil) {
@@ -92,11 +94,11 @@ final class CallbackRecorder: Sendable {
     var callback: WAFTokenResultCallback {
         { [entries, scheduler] token, error in
             let at = scheduler?.now.sinceOrigin ?? .zero
-            entries.withLock { $0.append(Entry(token: token, error: error, at: at, thread: pthread_self())) }
+            entries.withLockedValue { $0.append(Entry(token: token, error: error, at: at, thread: pthread_self())) }
         }
     }
 
-    var all: [Entry] { entries.withLock { $0 } }
+    var all: [Entry] { entries.withLockedValue { $0 } }
     var count: Int { all.count }
     var tokens: [String?] { all.map { $0.token?.value } }
     var errorNames: [String?] { all.map { $0.error?.name } }
@@ -116,4 +118,9 @@ struct EventReader {
         while events.count < count, let event = await iterator.next() { events.append(event) }
         return events
     }
+}
+
+extension NIOLockedValueBox {
+    /// The value now, for assertions.
+    var value: Value { withLockedValue { $0 } }
 }

@@ -2,7 +2,7 @@
 SHELL := /bin/bash
 SWIFT ?= swift
 
-.PHONY: deps build test test-tsan
+.PHONY: deps build test test-tsan bench-pow
 
 deps:
 	@scripts/install-deps.sh
@@ -18,3 +18,7 @@ test: deps
 # The suite under the thread sanitizer, in a build folder of its own.
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+
+# Proof-of-work nonces/s on 1 and all cores, beside Python's hashlib in the same run.
+bench-pow: deps
+	$(SWIFT) run -c release waf-pow-bench

@@ -13,11 +13,19 @@ let package = Package(
     products: [
         .library(name: "WAFTokenCore", targets: ["WAFTokenCore"]),
         .library(name: "WAFTokenCoreTestKit", targets: ["WAFTokenCoreTestKit"]),
+        .library(name: "WAFChallenge", targets: ["WAFChallenge"]),
+        .library(name: "WAFTokenServiceClient", targets: ["WAFTokenServiceClient"]),
+        .library(name: "WAFLocalTokenService", targets: ["WAFLocalTokenService"]),
+        .executable(name: "waf-token-service", targets: ["waf-token-service"]),
+        .executable(name: "waf-pow-bench", targets: ["waf-pow-bench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.6.3"),
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.94.0"),
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.34.0"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
     ],
     targets: [
         // Public Suffix List through Debian's libpsl (libpsl-dev, publicsuffix).
@@ -49,10 +57,83 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
+        .target(
+            name: "WAFChallenge",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // The provider's client to a real (or the local) token service, on AsyncHTTPClient.
+        .target(
+            name: "WAFTokenServiceClient",
+            dependencies: [
+                "WAFTokenCore", "WAFChallenge",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // The local token service: challenges, verify, tokens, a WAF-like protected resource,
+        // fault injection and counters.
+        .target(
+            name: "WAFLocalTokenService",
+            dependencies: [
+                "WAFChallenge",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .executableTarget(
+            name: "waf-token-service",
+            dependencies: [
+                "WAFLocalTokenService",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // Proof-of-work speed against Python's hashlib (OpenSSL), measured in the same run.
+        .executableTarget(
+            name: "waf-pow-bench",
+            dependencies: ["WAFChallenge"],
+            path: "Benchmarks/waf-pow-bench",
+            swiftSettings: strict
+        ),
+
         .testTarget(
             name: "WAFTokenCoreTests",
             dependencies: [
                 "WAFTokenCore", "WAFTokenCoreTestKit",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "WAFTokenServiceTests",
+            dependencies: [
+                "WAFTokenCore", "WAFChallenge", "WAFTokenServiceClient", "WAFLocalTokenService",
+                // Run as a child process by the end-to-end tests: built before them.
+                "waf-token-service",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict

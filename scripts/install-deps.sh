@@ -5,6 +5,8 @@ set -euo pipefail
 packages=(
     pkg-config
     libpsl-dev publicsuffix      # Public Suffix List (CFG-2)
+    openssl                      # test certificates for the https tests
+    python3                      # the proof-of-work benchmark's reference figures
 )
 
 if ! command -v swift >/dev/null 2>&1; then

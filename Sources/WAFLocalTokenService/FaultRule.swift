@@ -1,0 +1,53 @@
+/// A misbehaviour to inject into the next `count` token-service calls of `target`.
+public struct FaultRule: Sendable, Hashable, Codable {
+    public enum Kind: String, Sendable, Hashable, Codable, CaseIterable {
+        /// Answer `status` with a small JSON error.
+        case fail
+        /// Close the connection without an answer.
+        case drop
+        /// Answer 200 with a truncated JSON document.
+        case malformed
+        /// Answer verify with 200 and a fresh challenge, as for an expired one.
+        case expired
+        /// Never answer; the connection stays open.
+        case stall
+        /// Answer `status` (default 200) with `body`, verbatim.
+        case body
+        /// Answer 200 with a JSON document of 1 MiB (whitespace, then `{}`).
+        case oversized
+    }
+
+    public enum Target: String, Sendable, Hashable, Codable, CaseIterable {
+        case inputs
+        case verify
+        case any
+
+        func matches(_ endpoint: Endpoint) -> Bool {
+            switch (self, endpoint) {
+            case (.any, .inputs), (.any, .verify), (.inputs, .inputs), (.verify, .verify): true
+            default: false
+            }
+        }
+    }
+
+    public var kind: Kind
+    public var target: Target
+    public var count: Int
+    public var status: Int?
+    public var body: String?
+
+    public init(kind: Kind, target: Target = .any, count: Int = 1, status: Int? = nil, body: String? = nil) {
+        self.kind = kind
+        self.target = target
+        self.count = count
+        self.status = status
+        self.body = body
+    }
+}
+
+/// The token-service endpoints the service counts and injects faults into.
+enum Endpoint: String, Sendable, Codable {
+    case inputs
+    case verify
+    case protected
+}

@@ -1,0 +1,237 @@
+import NIOCore
+import NIOHTTP1
+import WAFChallenge
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What the handler does with a request.
+enum Reply: Sendable {
+    case send(HTTPResponseStatus, [(String, String)], [UInt8])
+    /// Close the connection without an answer (fault injection).
+    case drop
+    /// Never answer (fault injection); the peer's timeout ends it.
+    case stall
+
+    static func json(_ status: HTTPResponseStatus, _ value: some Encodable, headers: [(String, String)] = []) -> Reply {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        let body = (try? encoder.encode(value)).map { Array($0) } ?? Array("{}".utf8)
+        return .send(status, [("Content-Type", "application/json")] + headers, body)
+    }
+
+    static func error(_ status: HTTPResponseStatus, _ message: String) -> Reply {
+        json(status, ["error": message])
+    }
+}
+
+extension LocalTokenService {
+    /// Routes one request; `latency` is added before the answer goes out.
+    func reply(to request: NIOHTTPServerRequestFull) -> (reply: Reply, latencyMilliseconds: Int) {
+        let head = request.head
+        let path = String(head.uri.prefix { $0 != "?" })
+        let body = request.body.map { Array($0.readableBytesView) } ?? []
+        let now = Date()
+
+        switch path {
+        case pathPrefix + "/inputs", pathPrefix + "/edge/inputs":
+            guard head.method == .GET else { return (.error(.methodNotAllowed, "use GET"), 0) }
+            if path.hasSuffix("/edge/inputs"), configuration.redirectMaxAge == nil {
+                return (.error(.notFound, "no such path"), 0)
+            }
+            return tokenServiceCall(.inputs) { inputs(uri: head.uri, path: path, now: now) }
+        case pathPrefix + "/verify", pathPrefix + "/edge/verify":
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0) }
+            return tokenServiceCall(.verify) { verify(body: body, now: now) }
+        case "/__admin/counters":
+            return (.json(.ok, counters), 0)
+        case "/__admin/faults":
+            return (admin(faults: head.method, body: body), 0)
+        case "/__admin/reset":
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0) }
+            reset(counters: true)
+            return (.json(.ok, ["reset": true]), 0)
+        default:
+            if path == "/protected" || path.hasPrefix("/protected/") {
+                guard head.method == .GET || head.method == .HEAD else { return (.error(.methodNotAllowed, "use GET"), 0) }
+                return (protected(head, path: path, now: now), 0)
+            }
+            return (.error(.notFound, "no such path"), 0)
+        }
+    }
+
+    /// Applies an armed fault to `endpoint`, or answers normally; records the call either way.
+    private func tokenServiceCall(_ endpoint: Endpoint, _ answer: () -> (Reply, String)) -> (Reply, Int) {
+        let (fault, latency) = state.withLockedValue { state -> (FaultRule?, Int) in
+            if endpoint == .inputs { state.counters.inputs += 1 } else { state.counters.verify += 1 }
+            let index = state.faults.firstIndex { rule in
+                rule.count > 0 && rule.target.matches(endpoint) && !(rule.kind == .expired && endpoint == .inputs)
+            }
+            guard let index else { return (nil, state.latencyMilliseconds) }
+            state.faults[index].count -= 1
+            let rule = state.faults[index]
+            if rule.count == 0 { state.faults.remove(at: index) }
+            state.counters.faultsApplied += 1
+            return (rule, state.latencyMilliseconds)
+        }
+        let (reply, outcome) = fault.map { injected($0, now: Date()) } ?? answer()
+        let status: Int? = if case .send(let status, _, _) = reply { Int(status.code) } else { nil }
+        state.withLockedValue { $0.counters.record(endpoint, status: status, outcome: outcome) }
+        return (reply, latency)
+    }
+
+    private func injected(_ rule: FaultRule, now: Date) -> (Reply, String) {
+        let label = "fault: \(rule.kind.rawValue)"
+        switch rule.kind {
+        case .fail:
+            return (.error(HTTPResponseStatus(statusCode: rule.status ?? 503), "injected failure"), label)
+        case .drop:
+            return (.drop, label)
+        case .stall:
+            return (.stall, label)
+        case .malformed:
+            return (.send(.ok, [("Content-Type", "application/json")], Array(#"{"challenge": {"input": "#.utf8)), label)
+        case .expired:
+            return (.json(.ok, ["inputs": challenges.issue(at: now).document]), label)
+        case .body:
+            let status = HTTPResponseStatus(statusCode: rule.status ?? 200)
+            return (.send(status, [("Content-Type", "application/json")], Array((rule.body ?? "").utf8)), label)
+        case .oversized:
+            return (.send(.ok, [("Content-Type", "application/json")], [UInt8](repeating: 0x20, count: 1 << 20) + Array("{}".utf8)), label)
+        }
+    }
+
+    // MARK: The token service
+
+    private func inputs(uri: String, path: String, now: Date) -> (Reply, String) {
+        if let maxAge = configuration.redirectMaxAge, !path.hasSuffix("/edge/inputs") {
+            // Like a CloudFront-fronted web ACL: the regional URL sends the client elsewhere.
+            let query = uri.drop { $0 != "?" }
+            state.withLockedValue { $0.counters.redirects += 1 }
+            let headers = [("Location", pathPrefix + "/edge/inputs" + query), ("Cache-Control", "max-age=\(maxAge)")]
+            return (.send(.temporaryRedirect, headers, []), "redirect")
+        }
+        return (.json(.ok, challenges.issue(at: now).document), "challenge")
+    }
+
+    private func verify(body: [UInt8], now: Date) -> (Reply, String) {
+        func rejected(_ status: HTTPResponseStatus, _ reason: String) -> (Reply, String) {
+            state.withLockedValue { $0.counters.verifyRejected += 1 }
+            logger.info("verify rejected", metadata: ["reason": "\(reason)"])
+            return (.error(status, reason), "rejected: \(reason)")
+        }
+        guard let request = try? JSONDecoder().decode(VerifyRequest.self, from: Data(body)) else {
+            return rejected(.badRequest, "the body is not a verify request")
+        }
+        guard request.solution.utf8.count <= 32, !request.checksum.isEmpty, request.checksum.utf8.count <= 256 else {
+            return rejected(.badRequest, "solution or checksum out of bounds")
+        }
+        let document: ChallengeIssuer.InputDocument
+        let type: ChallengeType
+        switch challenges.check(input: request.challenge.input, hmac: request.challenge.hmac, at: now) {
+        case .rejected(let reason):
+            return rejected(.forbidden, reason)
+        case .expired:
+            state.withLockedValue { $0.counters.challengesExpired += 1 }
+            return (.json(.ok, ["inputs": challenges.issue(at: now).document]), "expired")
+        case .valid(let input, let inputType):
+            (document, type) = (input, inputType)
+        }
+        let domain = request.domain.lowercased()
+        guard configuration.tokenDomains.contains(where: { domain == $0 || domain.hasSuffix("." + $0) }) else {
+            return rejected(.forbidden, "the domain \(domain) is not on the token domain list")
+        }
+        let work = ProofOfWork(
+            type: type, input: request.challenge.input, checksum: request.checksum, difficulty: document.difficulty,
+            memory: configuration.memory, nonceFormat: .decimal)
+        guard work.isSolved(by: request.solution) else { return rejected(.forbidden, "wrong solution") }
+        let fresh = state.withLockedValue { $0.usedAttempts.insert(document.attemptID).inserted }
+        guard fresh else { return rejected(.forbidden, "the challenge was already used") }
+        let token = tokens.mint(
+            domain: domain, attemptID: document.attemptID, ubid: document.ubid, client: request.client,
+            existing: request.existingToken, at: now)
+        state.withLockedValue { $0.counters.tokensIssued += 1 }
+        return (.json(.ok, ["token": token]), "token")
+    }
+
+    // MARK: The protected resource
+
+    /// Answers like AWS WAF behind a Challenge rule: 200 with a valid token, else 202 and
+    /// `x-amzn-waf-action: challenge`.
+    private func protected(_ head: HTTPRequestHead, path: String, now: Date) -> Reply {
+        let token = head.headers["x-aws-waf-token"].first ?? Self.cookie(named: "aws-waf-token", in: head.headers)
+        let host = Self.hostName(head.headers["Host"].first ?? "")
+        var verdict = "no token"
+        if let token {
+            switch tokens.check(token, at: now) {
+            case .invalid(let reason):
+                verdict = reason
+            case .valid(let claims):
+                // The token's domain must be the request's host, or on the token domain list and
+                // then also good for its subdomains.
+                let listed = configuration.tokenDomains.contains(claims.domain)
+                if claims.domain == host || (listed && host.hasSuffix("." + claims.domain)) {
+                    state.withLockedValue {
+                        $0.counters.protectedAllowed += 1
+                        $0.counters.record(.protected, status: 200, outcome: "allowed")
+                    }
+                    return .json(.ok, ["ok": "true", "path": path])
+                }
+                verdict = "the token is for \(claims.domain), not \(host)"
+            }
+        }
+        state.withLockedValue {
+            $0.counters.protectedChallenged += 1
+            $0.counters.record(.protected, status: 202, outcome: "challenged")
+        }
+        logger.debug("protected resource challenged", metadata: ["reason": "\(verdict)"])
+        return .send(.accepted, [("x-amzn-waf-action", "challenge"), ("Content-Type", "text/plain")], Array("challenge\n".utf8))
+    }
+
+    static func cookie(named name: String, in headers: HTTPHeaders) -> String? {
+        for header in headers["Cookie"] {
+            for pair in header.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2, parts[0].trimmingPrefix(" ") == name { return String(parts[1]) }
+            }
+        }
+        return nil
+    }
+
+    /// The host of a Host header, without port or IPv6 brackets, in lower case.
+    static func hostName(_ header: String) -> String {
+        let lowered = header.lowercased()
+        if lowered.hasPrefix("[") { return String(lowered.dropFirst().prefix { $0 != "]" }) }
+        return String(lowered.prefix { $0 != ":" })
+    }
+
+    // MARK: Administration
+
+    private func admin(faults method: HTTPMethod, body: [UInt8]) -> Reply {
+        switch method {
+        case .GET:
+            return .json(.ok, state.withLockedValue { $0.faults })
+        case .DELETE:
+            reset()
+            return .json(.ok, ["reset": true])
+        case .POST:
+            struct Latency: Decodable { let latencyMilliseconds: Int }
+            let decoder = JSONDecoder()
+            if let rules = try? decoder.decode([FaultRule].self, from: Data(body)) {
+                rules.forEach(addFault)
+            } else if let rule = try? decoder.decode(FaultRule.self, from: Data(body)) {
+                addFault(rule)
+            } else if let latency = try? decoder.decode(Latency.self, from: Data(body)) {
+                setLatency(milliseconds: latency.latencyMilliseconds)
+            } else {
+                return .error(.badRequest, "expected a fault rule, a list of them, or {\"latencyMilliseconds\": N}")
+            }
+            return .json(.ok, state.withLockedValue { $0.faults })
+        default:
+            return .error(.methodNotAllowed, "use GET, POST or DELETE")
+        }
+    }
+}

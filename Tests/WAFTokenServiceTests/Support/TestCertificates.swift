@@ -1,0 +1,37 @@
+import Foundation
+
+/// A throw-away certificate authority and a server certificate for 127.0.0.1 and localhost, made
+/// with the openssl command line in a temporary directory.
+struct TestCertificates {
+    let directory: URL
+    var authority: String { directory.appendingPathComponent("ca.pem").path }
+    var serverCertificate: String { directory.appendingPathComponent("server.pem").path }
+    var serverKey: String { directory.appendingPathComponent("server.key").path }
+
+    init() throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-tls-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=waf-tokend test CA"])
+        try openssl(["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
+        try "subjectAltName=IP:127.0.0.1,DNS:localhost\n".write(to: directory.appendingPathComponent("san.ext"), atomically: true, encoding: .utf8)
+        try openssl([
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "server.pem", "-days", "2", "-extfile", "san.ext",
+        ])
+    }
+
+    private func openssl(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = arguments
+        process.currentDirectoryURL = directory
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments[0]) failed"])
+        }
+    }
+}

@@ -1,4 +1,6 @@
+import AsyncHTTPClient
 import Foundation
+import NIOCore
 import Testing
 import WAFChallenge
 import WAFLocalTokenService
@@ -166,6 +168,34 @@ struct EndToEndTests {
         await expectSdkError("errorInvokingVerifyEndpoint", saying: "HTTP 403") { try await fixture.fetchOnce() }
         #expect(try await fixture.service.counters().verifyRejected == 1)
         await fixture.stop()
+    }
+
+    @Test("verify rejects a wrong solution, a foreign hmac and a challenge used twice")
+    func verifyRejections() async throws {
+        let service = try ServiceProcess(["--difficulty", "4"])
+        let inputs = try await service.http.execute(HTTPClientRequest(url: service.url + "inputs?client=ios"), timeout: .seconds(5))
+        let challenge = try Challenge(parsing: try await inputs.body.collect(upTo: 65536).readableBytesView)
+        let work = challenge.proofOfWork(checksum: VerifyRequest.mobileChecksum, nonceFormat: .upperHexadecimal)
+        let solution = try await ProofOfWorkSolver().solve(work).nonce
+        let wrong = (0..<1000).map(NonceFormat.upperHexadecimal.string).first { !work.isSolved(by: $0) }!
+
+        func verify(_ challenge: Challenge, _ solution: String) async throws -> (UInt, String) {
+            var request = HTTPClientRequest(url: service.url + "verify")
+            request.method = .POST
+            request.body = .bytes(ByteBuffer(bytes: try VerifyRequest(
+                challenge: challenge, solution: solution, client: "ios", checksum: VerifyRequest.mobileChecksum,
+                domain: "127.0.0.1", existingToken: nil).encoded()))
+            let response = try await service.http.execute(request, timeout: .seconds(5))
+            let body = try await response.body.collect(upTo: 65536)
+            return (response.status.code, String(buffer: body))
+        }
+        let forged = Challenge(input: challenge.input, hmac: Base64.encode([UInt8](repeating: 1, count: 32)), region: nil, type: challenge.type, difficulty: challenge.difficulty)
+        #expect(try await verify(challenge, wrong) == (403, #"{"error":"wrong solution"}"#))
+        #expect(try await verify(forged, solution) == (403, #"{"error":"the challenge's hmac does not match"}"#))
+        #expect(try await verify(challenge, solution).0 == 200)
+        #expect(try await verify(challenge, solution) == (403, #"{"error":"the challenge was already used"}"#))
+        #expect(try await service.counters().verifyRejected == 3)
+        await service.stop()
     }
 
     @Test("an unreachable service is networkUnavailable")

@@ -16,6 +16,10 @@ let package = Package(
         .library(name: "WAFChallenge", targets: ["WAFChallenge"]),
         .library(name: "WAFTokenServiceClient", targets: ["WAFTokenServiceClient"]),
         .library(name: "WAFLocalTokenService", targets: ["WAFLocalTokenService"]),
+        .library(name: "WAFTokenDaemon", targets: ["WAFTokenDaemon"]),
+        .library(name: "WAFTokenClient", targets: ["WAFTokenClient"]),
+        .executable(name: "waf-tokend", targets: ["waf-tokend"]),
+        .executable(name: "waf-tokenctl", targets: ["waf-tokenctl"]),
         .executable(name: "waf-token-service", targets: ["waf-token-service"]),
         .executable(name: "waf-pow-bench", targets: ["waf-pow-bench"]),
     ],
@@ -26,6 +30,12 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.34.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: ["YAML"]),
+        .package(url: "https://github.com/jpsim/Yams.git", "5.4.0"..<"7.0.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.7.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.8.0"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
         // Public Suffix List through Debian's libpsl (libpsl-dev, publicsuffix).
@@ -109,6 +119,49 @@ let package = Package(
             swiftSettings: strict
         ),
 
+        // The sidecar: configuration, the socket API, signals, sinks, state, demo mode.
+        .target(
+            name: "WAFTokenDaemon",
+            dependencies: [
+                "WAFTokenCore", "WAFTokenServiceClient", "WAFLocalTokenService", "WAFChallenge",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Yams", package: "Yams"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+
+        // A Swift client of the daemon's socket API, with the SDK's shape; and waf-tokenctl on it.
+        .target(
+            name: "WAFTokenClient",
+            dependencies: [
+                "WAFChallenge",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .target(
+            name: "WAFTokenCtl",
+            dependencies: [
+                "WAFTokenClient", "WAFChallenge",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .executableTarget(name: "waf-tokend", dependencies: ["WAFTokenDaemon"], swiftSettings: strict),
+        .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
+
         // Proof-of-work speed against Python's hashlib (OpenSSL), measured in the same run.
         .executableTarget(
             name: "waf-pow-bench",
@@ -134,6 +187,18 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict
+        ),
+        .testTarget(
+            name: "WAFTokenDaemonTests",
+            dependencies: [
+                "WAFTokenDaemon", "WAFTokenClient", "WAFTokenCtl", "WAFTokenCore", "WAFLocalTokenService", "WAFChallenge",
+                "waf-tokend", "waf-tokenctl", "waf-token-service",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict

@@ -361,6 +361,12 @@ final class ProviderMachine: @unchecked Sendable {
         emit(.lifecycleChanged(lifecycleStatus))
     }
 
+    /// Applies the state `transform` picks from the current one, in one step on the state context.
+    func updateLifecycle(_ transform: (WAFLifecycleState) -> WAFLifecycleState) -> WAFProviderStatus.Lifecycle {
+        setLifecycle(transform(lifecycle))
+        return lifecycleStatus
+    }
+
     private func applyActivityChange(wasActive: Bool) {
         guard configuration.backgroundRefreshEnabled, isActive != wasActive else { return }
         if isActive { becameActive() } else { becameInactive() }

@@ -1,5 +1,5 @@
 /// One refused setting: which key, the value as given, what is wrong and what is allowed (CFG-9).
-public struct WAFConfigurationIssue: Sendable, Hashable, CustomStringConvertible {
+public struct WAFConfigurationIssue: Error, Sendable, Hashable, CustomStringConvertible {
     public let key: String
     /// The value as given, rendered for a human (strings quoted); nil when the key is missing.
     public let value: String?

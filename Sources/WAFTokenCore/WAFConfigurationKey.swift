@@ -46,6 +46,20 @@ public enum WAFConfigurationKey: String, CaseIterable, Sendable {
         }
     }
 
+    /// One line on what the key does, from the SDK's specification.
+    public var help: String {
+        switch self {
+        case .applicationIntegrationUrl: "The web ACL's application integration URL (the token service)."
+        case .domainName: "The domain the token is for, e.g. example.com; not a public suffix."
+        case .backgroundRefreshEnabled: "Keep a token cached and refresh it in the background."
+        case .maxErrorTokenRefreshDelayMsec: "Wait between attempts once the backoff retries are spent."
+        case .maxRetryCount: "Retries with exponential backoff (from 100 ms) after a failed fetch."
+        case .setTokenCookie: "Supply the aws-waf-token cookie."
+        case .tokenCookiePath: "The cookie goes to requests at this path and below it."
+        case .tokenRefreshDelaySec: "At most this long between background refreshes."
+        }
+    }
+
     /// The default, in words (nil for the required keys).
     public var defaultDescription: String? {
         switch self {

@@ -137,6 +137,18 @@ public final class WAFTokenProvider: Sendable {
         }
     }
 
+    /// Moves the app to the state `transform` picks from the current one, in one step, so that
+    /// relative changes ("background; if already there, closed") stay right under any concurrency.
+    public func updateLifecycle(
+        _ transform: @escaping @Sendable (WAFLifecycleState) -> WAFLifecycleState,
+        completion: (@Sendable (WAFProviderStatus.Lifecycle) -> Void)? = nil
+    ) {
+        scheduler.execute { [machine] in
+            let lifecycle = machine.updateLifecycle(transform)
+            completion?(lifecycle)
+        }
+    }
+
     /// A consistent snapshot, taken on the state queue.
     public func status() -> WAFProviderStatus {
         scheduler.executeAndWait { [machine] in machine.status() }

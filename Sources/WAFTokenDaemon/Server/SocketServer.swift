@@ -1,0 +1,168 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The socket API's server: HTTP/1.1 on a Unix socket, with SwiftNIO.
+///
+/// It binds the configured path (replacing a stale socket file, refusing to steal a live one) or
+/// serves a socket systemd passed (socket activation), gives every connection its guard, codec and
+/// API handler, and stops gracefully: no new connections, the requests in flight answered within
+/// a bound, then everything closed.
+final class SocketServer: Sendable {
+    private struct State {
+        var listener: (any Channel)?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        /// The path was created here and is removed on stop; an inherited socket is not.
+        var ownsPath = false
+    }
+
+    let api: APIContext
+    let path: String
+    let mode: UInt16
+    private let state = NIOLockedValueBox(State())
+    private let group = MultiThreadedEventLoopGroup.singleton
+
+    init(api: APIContext, path: String, mode: UInt16) {
+        self.api = api
+        self.path = path
+        self.mode = mode
+    }
+
+    /// Starts serving: on `inheritedDescriptor` when systemd passed a socket, else on `path`.
+    func start(inheritedDescriptor: CInt? = nil) async throws(DaemonFailure) {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .childChannelOption(.allowRemoteHalfClosure, value: false)
+            .childChannelInitializer { [api] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let connection = ConnectionState()
+                    let pipeline = channel.pipeline.syncOperations
+                    try pipeline.addHandler(ConnectionGuardHandler(api: api, connection: connection))
+                    try pipeline.addHandler(HTTPResponseEncoder())
+                    var limits = NIOHTTPDecoderLimitConfiguration()
+                    limits.maxHeaderListSize = ConnectionGuardHandler.maximumHeadBytes
+                    limits.maxHeaderFieldSize = ConnectionGuardHandler.maximumHeadBytes
+                    try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
+                    try pipeline.addHandler(HTTPServerPipelineHandler())
+                    try pipeline.addHandler(ProtocolErrorHandler(metrics: api.metrics))
+                    try pipeline.addHandler(APIHandler(api: api, connection: connection))
+                }.flatMap { [self] in
+                    track(channel)
+                    return channel.eventLoop.makeSucceededVoidFuture()
+                }
+            }
+        do {
+            let listener: any Channel
+            if let descriptor = inheritedDescriptor {
+                listener = try await bootstrap.withBoundSocket(descriptor).get()
+            } else {
+                try await Self.prepare(path)
+                listener = try await bootstrap.bind(unixDomainSocketPath: path).get()
+                guard chmod(path, mode_t(mode)) == 0 else {
+                    throw DaemonFailure(.osError, "cannot set mode 0\(String(mode, radix: 8)) on \(path): \(String(cString: strerror(errno)))")
+                }
+            }
+            state.withLockedValue {
+                $0.listener = listener
+                $0.ownsPath = inheritedDescriptor == nil
+            }
+        } catch let failure as DaemonFailure {
+            throw failure
+        } catch {
+            throw DaemonFailure(.osError, "cannot bind the socket \(path): \(error)")
+        }
+    }
+
+    /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest.
+    func stop(grace: Duration) async {
+        api.shuttingDown.store(true, ordering: .relaxed)
+        let (listener, ownsPath) = state.withLockedValue { ($0.listener, $0.ownsPath) }
+        try? await listener?.close()
+        if ownsPath { unlink(path) }
+        for channel in connections { channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent()) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + grace
+        while !connections.isEmpty, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for channel in connections { try? await channel.close() }
+    }
+
+    private var connections: [any Channel] { state.withLockedValue { Array($0.connections.values) } }
+
+    private func track(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let count = state.withLockedValue { state -> Int in
+            state.connections[id] = channel
+            return state.connections.count
+        }
+        api.openConnections.store(count, ordering: .relaxed)
+        api.metrics.connections.record(count)
+        channel.closeFuture.whenComplete { [state, api] _ in
+            let count = state.withLockedValue { state -> Int in
+                state.connections[id] = nil
+                return state.connections.count
+            }
+            api.openConnections.store(count, ordering: .relaxed)
+            api.metrics.connections.record(count)
+        }
+    }
+
+    // MARK: The socket file
+
+    /// Makes room for the socket: creates its directory, replaces a stale socket file left by a
+    /// crash, and refuses to take a path that a live daemon serves or that is not a socket.
+    static func prepare(_ path: String) async throws(DaemonFailure) {
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            guard errno == ENOENT else { throw DaemonFailure(.osError, "cannot inspect \(path): \(String(cString: strerror(errno)))") }
+            let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
+            if !directory.isEmpty, mkdir(directory, 0o755) != 0, errno != EEXIST {
+                throw DaemonFailure(.osError, "cannot create the socket's directory \(directory): \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            throw DaemonFailure(.osError, "\(path) exists and is not a socket; not replacing it")
+        }
+        switch await probe(path) {
+        case .served:
+            throw DaemonFailure(.osError, "\(path) is in use by a running daemon; not taking it over")
+        case .unknown(let error):
+            throw DaemonFailure(.osError, "cannot tell whether \(path) is in use (\(error)); not replacing it")
+        case .stale:
+            break
+        }
+        guard unlink(path) == 0 || errno == ENOENT else {
+            throw DaemonFailure(.osError, "cannot remove the stale socket \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    enum Probe {
+        case served
+        case stale
+        case unknown(any Error)
+    }
+
+    /// Whether something accepts connections on `path`. Only a refused connection proves a stale
+    /// file; any other failure (no permission, say) leaves the question open.
+    static func probe(_ path: String) async -> Probe {
+        do {
+            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .connectTimeout(.seconds(2))
+                .connect(unixDomainSocketPath: path).get()
+            try? await channel.close()
+            return .served
+        } catch let error as IOError where error.errnoCode == ECONNREFUSED || error.errnoCode == ENOENT {
+            return .stale
+        } catch {
+            return .unknown(error)
+        }
+    }
+}

@@ -97,9 +97,6 @@ final class APIHandler: ChannelInboundHandler {
         guard head.version.major == 1 else {
             return answer(.error(.httpVersionNotSupported, "httpVersionNotSupported", "use HTTP/1.1"), "-")
         }
-        if head.version.minor >= 1, !head.headers.contains(name: "Host") {
-            return answer(.error(.badRequest, "badRequest", "an HTTP/1.1 request needs a Host header"), "-")
-        }
         guard connection.allowed else {
             return answer(.error(.forbidden, "forbidden", "this user may not use the socket (socket.allowedUsers, socket.allowedGroups)"), "-")
         }

@@ -1,13 +1,14 @@
 /// Recognises the hot request, a plain `GET /v1/token` over HTTP/1.1, from its raw head.
 ///
 /// It is deliberately narrow: anything that touches message framing or the connection
-/// (Content-Length, Transfer-Encoding, Connection, Expect, Upgrade), a malformed line, or a missing
-/// Host makes it step aside, and the full HTTP codec takes the request instead.
+/// (Content-Length, Transfer-Encoding, Connection, Expect, Upgrade) or a malformed line makes it
+/// step aside, and the full HTTP codec takes the request instead. A missing Host is accepted, as by
+/// the codec path: on a Unix socket there is no authority, and some clients (AsyncHTTPClient over
+/// http+unix) send none.
 enum HotRequest {
     static let requestLine = Array("GET /v1/token HTTP/1.1\r\n".utf8)
     static let headTerminator = Array("\r\n\r\n".utf8)
     private static let disqualifying: [[UInt8]] = ["content-length", "transfer-encoding", "connection", "expect", "upgrade"].map { Array($0.utf8) }
-    private static let host = Array("host".utf8)
     private static let accept = Array("accept".utf8)
 
     /// The length of the head including its blank line, or nil if it is not complete yet.
@@ -29,7 +30,6 @@ enum HotRequest {
     /// `text/plain` (true) or JSON (false).
     static func prefersPlainText(_ head: UnsafeRawBufferPointer) -> Bool? {
         guard head.count >= requestLine.count, head.prefix(requestLine.count).elementsEqual(requestLine) else { return nil }
-        var sawHost = false
         var acceptValue: String?
         var lineStart = requestLine.count
         let end = head.count - 2  // the final CRLF
@@ -43,14 +43,12 @@ enum HotRequest {
             for byte in line[(colon + 1)...] where (byte < 0x20 && byte != 0x09) || byte == 0x7F { return nil }
             let name = line[0..<colon].map { $0 | 0x20 }  // ASCII lower case; names hold no letters above 'Z' that this breaks
             if disqualifying.contains(where: { $0.elementsEqual(name) }) { return nil }
-            if name.elementsEqual(host) { sawHost = true }
             if name.elementsEqual(accept) {
                 if acceptValue != nil { return nil }
                 acceptValue = String(decoding: line[(colon + 1)...], as: UTF8.self)
             }
             lineStart = lineEnd + 2
         }
-        guard sawHost else { return nil }
         return AcceptNegotiation.prefersPlainText(acceptValue)
     }
 }

@@ -1,0 +1,267 @@
+import AsyncHTTPClient
+import NIOCore
+import NIOHTTP1
+import WAFChallenge
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// A token as the daemon hands it out.
+public struct WAFDaemonToken: Sendable, Hashable, Decodable, CustomStringConvertible {
+    public let value: String
+    public let fetchedAt: String
+    public let ageSeconds: Int?
+    public let stale: Bool?
+    public let fingerprint: String?
+
+    /// The token's value, as the SDK's `WAFToken.getValue()`.
+    public func getValue() -> String { value }
+
+    /// Shows the fingerprint only: a token is a bearer secret.
+    public var description: String { "WAFDaemonToken(\(fingerprint ?? "fetched \(fetchedAt)"))" }
+}
+
+/// Why the daemon gave no token.
+public enum WAFTokenClientError: Error, Sendable, CustomStringConvertible {
+    /// The socket cannot be reached: no daemon, or no permission on the socket file.
+    case unreachable(String)
+    /// The daemon refused this user (403).
+    case forbidden(String)
+    /// No token: none cached yet, or the provider's retries failed (`error` is the SdkError name).
+    case noToken(error: String, message: String)
+    /// No token within the wait.
+    case timedOut(String)
+    /// An answer that makes no sense.
+    case badResponse(String)
+
+    public var description: String {
+        switch self {
+        case .unreachable(let detail): "cannot reach waf-tokend: \(detail)"
+        case .forbidden(let detail): "waf-tokend refused this user: \(detail)"
+        case .noToken(let error, let message): "no token (\(error)): \(message)"
+        case .timedOut(let detail): "no token in time: \(detail)"
+        case .badResponse(let detail): "unexpected answer from waf-tokend: \(detail)"
+        }
+    }
+}
+
+/// One Server-Sent Event from `GET /v1/events`.
+public struct WAFDaemonEvent: Sendable, Hashable {
+    public let name: String
+    public let data: String
+}
+
+/// A client of `waf-tokend`'s socket API, for Swift services beside the daemon. It has the SDK's
+/// shape — `getToken()`, `onTokenReady` — and a stream of token updates.
+public final class WAFTokenDaemonClient: Sendable {
+    public static let defaultSocketPath = "/run/waf-tokend/token.sock"
+
+    public let socketPath: String
+    private let http: HTTPClient
+
+    /// `socketPath` defaults to `$WAF_TOKEND_SOCKET`, then the daemon's default path.
+    public init(socketPath: String? = nil) {
+        self.socketPath = socketPath ?? ProcessInfo.processInfo.environment["WAF_TOKEND_SOCKET"] ?? Self.defaultSocketPath
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool.retryConnectionEstablishment = false
+        http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    public func shutdown() async {
+        try? await http.shutdown()
+    }
+
+    // MARK: The SDK's calls
+
+    /// The cached token (`getToken()`), nil when the daemon has none yet.
+    public func getToken() async throws(WAFTokenClientError) -> WAFDaemonToken? {
+        do {
+            return try await token(at: "/v1/token", method: .GET, timeout: .seconds(60))
+        } catch .noToken(error: "noToken", _) {
+            return nil
+        }
+    }
+
+    /// An active token (`onTokenReady`): at once if the cached one is fresh, else after a refresh.
+    public func tokenReady(wait: Duration = .seconds(30)) async throws(WAFTokenClientError) -> WAFDaemonToken {
+        try await token(at: "/v1/token?wait=\(wait.seconds)", method: .GET, timeout: wait + .seconds(5))
+    }
+
+    /// `onTokenReady` with a callback, as the SDK has it; the callback gets exactly one of the two.
+    public func onTokenReady(wait: Duration = .seconds(30), _ callback: @escaping @Sendable (WAFDaemonToken?, WAFTokenClientError?) -> Void) {
+        Task {
+            do throws(WAFTokenClientError) {
+                callback(try await tokenReady(wait: wait), nil)
+            } catch {
+                callback(nil, error)
+            }
+        }
+    }
+
+    /// "This token was refused": a new one now (the daemon's `POST /v1/refresh`).
+    public func refresh(wait: Duration = .seconds(30)) async throws(WAFTokenClientError) -> WAFDaemonToken {
+        try await token(at: "/v1/refresh?wait=\(wait.seconds)", method: .POST, timeout: wait + .seconds(5))
+    }
+
+    /// The `Cookie` header value for a request to `path`, nil when no cookie applies.
+    public func cookie(forPath path: String) async throws(WAFTokenClientError) -> String? {
+        let (status, body) = try await request("/v1/cookie?path=\(Self.queryEncoded(path))", accept: "text/plain")
+        if status == 404 { return nil }
+        try Self.check(status, body)
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    /// The daemon's status document.
+    public func status() async throws(WAFTokenClientError) -> JSONValue {
+        try await document("/v1/status", method: .GET, body: nil)
+    }
+
+    /// Moves the app to `state` (`foreground`, `background`, `closed`); returns the new lifecycle.
+    public func setLifecycle(_ state: String) async throws(WAFTokenClientError) -> JSONValue {
+        try await document("/v1/lifecycle", method: .PUT, body: Array(state.utf8))
+    }
+
+    /// Whether the daemon's core answers (`/healthz`).
+    public func isHealthy() async throws(WAFTokenClientError) -> Bool {
+        let (status, _) = try await request("/healthz")
+        if status == 403 { throw .forbidden("403") }
+        return status == 200
+    }
+
+    // MARK: Streams
+
+    /// Every event the daemon announces, as it comes.
+    public func events() -> AsyncThrowingStream<WAFDaemonEvent, any Error> {
+        let http = http
+        let url = url("/v1/events")
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    var request = HTTPClientRequest(url: url)
+                    request.headers.add(name: "Host", value: "localhost")
+                    request.headers.add(name: "Accept", value: "text/event-stream")
+                    let response = try await http.execute(request, deadline: .distantFuture)
+                    guard response.status == .ok else {
+                        let body = try await response.body.collect(upTo: 64 * 1024)
+                        try Self.check(response.status.code, Array(body.readableBytesView))
+                        throw WAFTokenClientError.badResponse("HTTP \(response.status.code)")
+                    }
+                    var parser = ServerSentEventParser()
+                    for try await chunk in response.body {
+                        for event in parser.feed(chunk.readableBytesView) { continuation.yield(event) }
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: Self.transportError(error))
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    /// The token, and every new one after it.
+    public func tokenUpdates() -> AsyncThrowingStream<WAFDaemonToken, any Error> {
+        let events = events()
+        return AsyncThrowingStream { continuation in
+            let task = Task {
+                do {
+                    for try await event in events where event.name == "token" {
+                        continuation.yield(try JSONDecoder().decode(WAFDaemonToken.self, from: Data(event.data.utf8)))
+                    }
+                    continuation.finish()
+                } catch {
+                    continuation.finish(throwing: error)
+                }
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+
+    // MARK: Plumbing
+
+    private func token(at path: String, method: HTTPMethod, timeout: Duration) async throws(WAFTokenClientError) -> WAFDaemonToken {
+        let (status, body) = try await request(path, method: method, accept: "application/json", timeout: timeout)
+        try Self.check(status, body)
+        do {
+            return try JSONDecoder().decode(WAFDaemonToken.self, from: Data(body))
+        } catch {
+            throw .badResponse("a token answer that is not a token: \(error)")
+        }
+    }
+
+    private func document(_ path: String, method: HTTPMethod, body: [UInt8]?) async throws(WAFTokenClientError) -> JSONValue {
+        let (status, answer) = try await request(path, method: method, body: body)
+        try Self.check(status, answer)
+        guard let document = JSONValue.parse(answer) else { throw .badResponse("not JSON") }
+        return document
+    }
+
+    /// Throws the error a non-2xx answer stands for.
+    static func check(_ status: UInt, _ body: [UInt8]) throws(WAFTokenClientError) {
+        guard !(200..<300).contains(status) else { return }
+        let document = JSONValue.parse(body)
+        let code = document?["error"]?.string ?? "HTTP \(status)"
+        let message = document?["message"]?.string ?? String(decoding: body.prefix(200), as: UTF8.self)
+        switch status {
+        case 403: throw .forbidden(message)
+        case 503: throw .noToken(error: code, message: message)
+        case 504: throw .timedOut(message)
+        default: throw .badResponse("\(code): \(message)")
+        }
+    }
+
+    func request(
+        _ path: String, method: HTTPMethod = .GET, accept: String? = nil, body: [UInt8]? = nil, timeout: Duration = .seconds(60)
+    ) async throws(WAFTokenClientError) -> (UInt, [UInt8]) {
+        var request = HTTPClientRequest(url: url(path))
+        request.method = method
+        request.headers.add(name: "Host", value: "localhost")
+        if let accept { request.headers.add(name: "Accept", value: accept) }
+        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
+        do {
+            let response = try await http.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+            let answer = try await response.body.collect(upTo: 1 << 20)
+            return (response.status.code, Array(answer.readableBytesView))
+        } catch {
+            throw Self.transportError(error)
+        }
+    }
+
+    /// Percent-encodes all but unreserved characters and `/`, for a query value.
+    static func queryEncoded(_ value: String) -> String {
+        var encoded = ""
+        for byte in value.utf8 {
+            let character = Character(Unicode.Scalar(byte))
+            if byte < 0x80, character.isLetter || character.isNumber || "-._~/".contains(character) {
+                encoded.append(character)
+            } else {
+                encoded += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true)
+            }
+        }
+        return encoded
+    }
+
+    private func url(_ path: String) -> String {
+        URL(httpURLWithSocketPath: socketPath, uri: path)?.absoluteString ?? "http+unix://invalid\(path)"
+    }
+
+    public static func transportError(_ error: any Error) -> WAFTokenClientError {
+        if let error = error as? WAFTokenClientError { return error }
+        if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
+            return .timedOut("the daemon did not answer in time")
+        }
+        return .unreachable("\(error)")
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

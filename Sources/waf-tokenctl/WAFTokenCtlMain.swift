@@ -1,0 +1,8 @@
+import WAFTokenCtl
+
+@main
+enum WAFTokenCtlMain {
+    static func main() async {
+        await WAFTokenCtl.main()
+    }
+}

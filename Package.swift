@@ -179,10 +179,22 @@ let package = Package(
             ],
             swiftSettings: strict
         ),
+        // What the test targets share: real child processes of our executables, certificates, raw sockets.
+        .target(
+            name: "WAFTestSupport",
+            dependencies: [
+                "WAFLocalTokenService", "WAFTokenClient",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/WAFTestSupport",
+            swiftSettings: strict
+        ),
+
         .testTarget(
             name: "WAFTokenServiceTests",
             dependencies: [
-                "WAFTokenCore", "WAFChallenge", "WAFTokenServiceClient", "WAFLocalTokenService",
+                "WAFTokenCore", "WAFChallenge", "WAFTokenServiceClient", "WAFLocalTokenService", "WAFTestSupport",
                 // Run as a child process by the end-to-end tests: built before them.
                 "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -196,6 +208,7 @@ let package = Package(
             name: "WAFTokenDaemonTests",
             dependencies: [
                 "WAFTokenDaemon", "WAFTokenClient", "WAFTokenCtl", "WAFTokenCore", "WAFLocalTokenService", "WAFChallenge",
+                "WAFTestSupport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -29,8 +29,14 @@ enum Reply: Sendable {
 }
 
 extension LocalTokenService {
-    /// Routes one request; `latency` is added before the answer goes out.
-    func reply(to request: NIOHTTPServerRequestFull) -> (reply: Reply, latencyMilliseconds: Int) {
+    /// A token-service call was answered (or dropped).
+    func callFinished() {
+        state.withLockedValue { $0.counters.callsInFlight = max(0, $0.counters.callsInFlight - 1) }
+    }
+
+    /// Routes one request; `latency` is added before the answer goes out. Token-service calls
+    /// (`isTokenServiceCall`) must be reported finished with `callFinished()`.
+    func reply(to request: NIOHTTPServerRequestFull) -> (reply: Reply, latencyMilliseconds: Int, isTokenServiceCall: Bool) {
         let head = request.head
         let path = String(head.uri.prefix { $0 != "?" })
         let body = request.body.map { Array($0.readableBytesView) } ?? []
@@ -38,28 +44,32 @@ extension LocalTokenService {
 
         switch path {
         case pathPrefix + "/inputs", pathPrefix + "/edge/inputs":
-            guard head.method == .GET else { return (.error(.methodNotAllowed, "use GET"), 0) }
+            guard head.method == .GET else { return (.error(.methodNotAllowed, "use GET"), 0, false) }
             if path.hasSuffix("/edge/inputs"), configuration.redirectMaxAge == nil {
-                return (.error(.notFound, "no such path"), 0)
+                return (.error(.notFound, "no such path"), 0, false)
             }
-            return tokenServiceCall(.inputs) { inputs(uri: head.uri, path: path, now: now) }
+            let (reply, latency) = tokenServiceCall(.inputs) { inputs(uri: head.uri, path: path, now: now) }
+            return (reply, latency, true)
         case pathPrefix + "/verify", pathPrefix + "/edge/verify":
-            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0) }
-            return tokenServiceCall(.verify) { verify(body: body, now: now) }
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
+            let (reply, latency) = tokenServiceCall(.verify) { verify(body: body, now: now) }
+            return (reply, latency, true)
         case "/__admin/counters":
-            return (.json(.ok, counters), 0)
+            return (.json(.ok, counters), 0, false)
+        case "/__admin/tokens":
+            return (.json(.ok, mintedTokens), 0, false)
         case "/__admin/faults":
-            return (admin(faults: head.method, body: body), 0)
+            return (admin(faults: head.method, body: body), 0, false)
         case "/__admin/reset":
-            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0) }
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
             reset(counters: true)
-            return (.json(.ok, ["reset": true]), 0)
+            return (.json(.ok, ["reset": true]), 0, false)
         default:
             if path == "/protected" || path.hasPrefix("/protected/") {
-                guard head.method == .GET || head.method == .HEAD else { return (.error(.methodNotAllowed, "use GET"), 0) }
-                return (protected(head, path: path, now: now), 0)
+                guard head.method == .GET || head.method == .HEAD else { return (.error(.methodNotAllowed, "use GET"), 0, false) }
+                return (protected(head, path: path, now: now), 0, false)
             }
-            return (.error(.notFound, "no such path"), 0)
+            return (.error(.notFound, "no such path"), 0, false)
         }
     }
 
@@ -67,6 +77,8 @@ extension LocalTokenService {
     private func tokenServiceCall(_ endpoint: Endpoint, _ answer: () -> (Reply, String)) -> (Reply, Int) {
         let (fault, latency) = state.withLockedValue { state -> (FaultRule?, Int) in
             if endpoint == .inputs { state.counters.inputs += 1 } else { state.counters.verify += 1 }
+            state.counters.callsInFlight += 1
+            state.counters.maxCallsInFlight = max(state.counters.maxCallsInFlight, state.counters.callsInFlight)
             let index = state.faults.firstIndex { rule in
                 rule.count > 0 && rule.target.matches(endpoint) && !(rule.kind == .expired && endpoint == .inputs)
             }
@@ -153,7 +165,11 @@ extension LocalTokenService {
         let token = tokens.mint(
             domain: domain, attemptID: document.attemptID, ubid: document.ubid, client: request.client,
             existing: request.existingToken, at: now)
-        state.withLockedValue { $0.counters.tokensIssued += 1 }
+        state.withLockedValue { state in
+            state.counters.tokensIssued += 1
+            state.minted.append(token)
+            if state.minted.count > 1000 { state.minted.removeFirst() }
+        }
         return (.json(.ok, ["token": token]), "token")
     }
 

@@ -27,6 +27,8 @@ public final class LocalTokenService: Sendable {
         var counters = ServiceCounters()
         /// Challenges already exchanged for a token: a challenge is good for one token only.
         var usedAttempts: Set<String> = []
+        /// Tokens issued, newest last (a test tool's record: tests check no client leaks them).
+        var minted: [String] = []
         var channels: [ObjectIdentifier: any Channel] = [:]
         var server: (any Channel)?
         var url: String?
@@ -128,6 +130,9 @@ public final class LocalTokenService: Sendable {
     }
 
     public var counters: ServiceCounters { state.withLockedValue { $0.counters } }
+
+    /// The last tokens issued (at most 1000).
+    public var mintedTokens: [String] { state.withLockedValue { $0.minted } }
 
     private func track(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)

@@ -14,14 +14,16 @@ final class LocalTokenServiceHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let request = unwrapInboundIn(data)
-        let (reply, latency) = service.reply(to: request)
+        let (reply, latency, counted) = service.reply(to: request)
         let keepAlive = request.head.isKeepAlive
         if latency > 0 {
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(latency))) {
                 self.send(reply, keepAlive: keepAlive, context: context)
+                if counted { self.service.callFinished() }
             }
         } else {
             send(reply, keepAlive: keepAlive, context: context)
+            if counted { service.callFinished() }
         }
     }
 

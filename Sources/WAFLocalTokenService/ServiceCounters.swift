@@ -21,6 +21,10 @@ public struct ServiceCounters: Sendable, Hashable, Codable {
     public var protectedAllowed = 0
     public var protectedChallenged = 0
     public var faultsApplied = 0
+    /// Token-service calls being answered now, and the most ever at once: a provider makes one
+    /// fetch at a time (TOK-4), so more than one means overlapping fetches.
+    public var callsInFlight = 0
+    public var maxCallsInFlight = 0
     /// The token-service calls in order (the oldest dropped past `callLogLimit`).
     public var calls: [Call] = []
 

@@ -6,6 +6,7 @@ import WAFChallenge
 import WAFLocalTokenService
 import WAFTokenCore
 import WAFTokenServiceClient
+import WAFTestSupport
 
 /// A provider with the real HTTP client, against a real `waf-token-service` process.
 struct Fixture {
@@ -266,13 +267,4 @@ struct EndToEndTests {
         #expect(try await fixture.service.counters().verify == 0)
         await fixture.stop()
     }
-}
-
-/// Polls `condition` every 20 ms for up to 10 s; for states reached asynchronously.
-func eventually(_ condition: () async -> Bool) async -> Bool {
-    for _ in 0..<500 {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(20))
-    }
-    return false
 }

@@ -3,6 +3,10 @@ import SystemPackage
 import WAFTokenCore
 import Yams
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -93,8 +97,11 @@ public enum ConfigurationLoader {
             }
             return InMemoryProvider(name: name, values: values)
         }
-        let file = try await FileProvider<YAMLSnapshot>(filePath: FilePath(sources.filePath), allowMissing: sources.file == nil)
         let path = sources.filePath
+        // An empty file, or /dev/null, holds no settings (YAML's empty document is no mapping).
+        let file: any ConfigProvider = isEmpty(path)
+            ? InMemoryProvider(name: path, values: [:])
+            : try await FileProvider<YAMLSnapshot>(filePath: FilePath(path), allowMissing: sources.file == nil)
         return SourceChain(sources: [
             .init(name: "the command line", provider: inMemory("command line", sources.commandLine)) { key, _ in DaemonKey.optionName(key) },
             .init(
@@ -104,6 +111,12 @@ public enum ConfigurationLoader {
             .init(name: path, provider: file) { key, _ in "\(key) in \(path)" },
             .init(name: "demo mode", provider: inMemory("demo mode", sources.fallbacks)) { _, _ in "demo mode" },
         ])
+    }
+
+    private static func isEmpty(_ path: String) -> Bool {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return false }
+        return info.st_mode & S_IFMT == S_IFCHR || (info.st_mode & S_IFMT == S_IFREG && info.st_size == 0)
     }
 
     /// A key in the file that no table knows is almost always a typo: refuse it rather than let
@@ -117,7 +130,9 @@ public enum ConfigurationLoader {
         var issues: [WAFConfigurationIssue] = []
         for (name, value) in root {
             guard let top = name.string else { continue }
-            if sections.contains(top), case .mapping(let children) = value {
+            if sections.contains(top) {
+                // A section with every key commented out is empty (null), not a mistake.
+                guard case .mapping(let children) = value else { continue }
                 for child in children.keys.compactMap(\.string) where !known.contains("\(top).\(child)") {
                     issues.append(unknownKey("\(top).\(child)", path: path, known: known.filter { $0.hasPrefix(top + ".") }))
                 }

@@ -23,8 +23,8 @@ public struct DaemonConfiguration: Sendable {
     public var logLevel: Logger.Level
     public var waitForTokenBeforeReady: Bool
 
-    /// Every key with its effective value, as `--check-config` prints it (YAML). Nothing in the
-    /// configuration is secret: paths, names and numbers only.
+    /// Every key with its effective value, as `--check-config` prints it (YAML), "" when unset.
+    /// Nothing in the configuration is secret: paths, names and numbers only.
     public var effectiveSettings: [(key: String, value: String)] {
         let provider = WAFConfigurationKey.allCases.map { key in
             (key.rawValue, self.provider.settings[key.rawValue].map(Self.render) ?? "")
@@ -41,12 +41,12 @@ public struct DaemonConfiguration: Sendable {
             case .socketRequestTimeoutSec: value = String(requestTimeoutSeconds)
             case .tokenServiceClient: value = tokenServiceClient
             case .tokenServiceTimeoutSec: value = String(tokenServiceTimeoutSeconds)
-            case .tokenServiceCAFile: value = tokenServiceCAFile ?? "null"
+            case .tokenServiceCAFile: value = tokenServiceCAFile ?? ""
             case .refreshJitter: value = String(refreshJitter)
             case .cookieSecure: value = String(cookieSecure)
-            case .sinksTokenFile: value = tokenFile ?? "null"
-            case .sinksCookieJar: value = cookieJar ?? "null"
-            case .stateDirectory: value = stateDirectory ?? "null"
+            case .sinksTokenFile: value = tokenFile ?? ""
+            case .sinksCookieJar: value = cookieJar ?? ""
+            case .stateDirectory: value = stateDirectory ?? ""
             case .logLevel: value = logLevel.rawValue
             case .readinessWaitForToken: value = String(waitForTokenBeforeReady)
             }
@@ -55,22 +55,22 @@ public struct DaemonConfiguration: Sendable {
         return provider + own
     }
 
-    /// The effective configuration as a YAML document, sections nested.
+    /// The effective configuration as a YAML document, sections nested, unset keys as comments,
+    /// so that it reads back as the same configuration.
     public var effectiveYAML: String {
         var lines: [String] = []
         var section: String?
         for (key, value) in effectiveSettings {
             let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
-            if parts.count == 2 {
-                if section != parts[0] {
-                    lines.append("\(parts[0]):")
-                    section = parts[0]
-                }
-                lines.append("  \(parts[1]): \(value)")
-            } else {
+            let name = parts.count == 2 ? parts[1] : key
+            if parts.count == 2, section != parts[0] {
+                lines.append("\(parts[0]):")
+                section = parts[0]
+            } else if parts.count == 1 {
                 section = nil
-                lines.append("\(key): \(value)")
             }
+            let indent = parts.count == 2 ? "  " : ""
+            lines.append(value.isEmpty ? "\(indent)# \(name): (not set)" : "\(indent)\(name): \(value)")
         }
         return lines.joined(separator: "\n") + "\n"
     }

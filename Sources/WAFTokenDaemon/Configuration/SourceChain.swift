@@ -27,7 +27,7 @@ struct SourceChain {
                     if let found = try lookupList(source, absolute) { return .success(found) }
                 } else {
                     let result = try source.provider.value(forKey: absolute, type: .string)
-                    if case .string(let text)? = result.value?.content {
+                    if case .string(let text)? = result.value?.content, !Self.isUnset(text) {
                         return .success((.text(text), source.describe(key, result.encodedKey)))
                     }
                 }
@@ -39,6 +39,11 @@ struct SourceChain {
         return .success(nil)
     }
 
+    /// YAML's null (`key:`, `~`, `null`) and an empty variable mean "not set", here as everywhere.
+    static func isUnset(_ text: String) -> Bool {
+        ["", "~", "null", "Null", "NULL"].contains(text)
+    }
+
     /// A list, or a single value standing for a list of one (or comma-separated).
     private func lookupList(_ source: Source, _ key: AbsoluteConfigKey) throws -> (value: Raw, origin: String)? {
         let name = key.components.joined(separator: ".")
@@ -48,7 +53,7 @@ struct SourceChain {
             return (.list(items.flatMap(ConfigurationLoader.splitList)), source.describe(name, result.encodedKey))
         }
         let result = try source.provider.value(forKey: key, type: .string)
-        guard case .string(let text)? = result.value?.content else { return nil }
+        guard case .string(let text)? = result.value?.content, !Self.isUnset(text) else { return nil }
         return (.list(ConfigurationLoader.splitList(text)), source.describe(name, result.encodedKey))
     }
 }

@@ -44,10 +44,11 @@ final class DaemonRuntime: Sendable {
         self.options = options
         self.sources = sources
         self.logger = logger
-        client = ReloadableTokenServiceClient(try Self.makeClient(configuration, logger: logger))
+        // State first: an HTTP client, once made, must be shut down on every way out.
         let stateStore = configuration.stateDirectory.map(StateStore.init(directory:))
         let restored = try stateStore?.load(for: configuration.provider, logger: logger)
         if let restored { logger.info("restored the saved token", metadata: ["token.fingerprint": "\(WAFToken.fingerprint(of: restored.value))"]) }
+        client = ReloadableTokenServiceClient(try Self.makeClient(configuration, logger: logger))
         provider = WAFTokenProvider(
             configuration: configuration.provider, client: client, scheduler: DispatchScheduler(label: "waf-tokend.provider"),
             options: WAFTokenProviderOptions(

@@ -5,12 +5,12 @@ import WAFLocalTokenService
 
 /// The directory of the built products: on Linux the test binary is
 /// `<products>/waf-tokendPackageTests.xctest`, whatever the scratch path.
-let productsDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+public let productsDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
 
-enum TestProcessError: Error, CustomStringConvertible {
+public enum TestProcessError: Error, CustomStringConvertible {
     case noListeningLine(String)
 
-    var description: String {
+    public var description: String {
         switch self {
         case .noListeningLine(let output): "the service printed no listening line; it said: \(output)"
         }
@@ -18,15 +18,15 @@ enum TestProcessError: Error, CustomStringConvertible {
 }
 
 /// A real `waf-token-service` child process, stopped with SIGTERM when the test is done.
-final class ServiceProcess: @unchecked Sendable {
-    let process = Process()
+public final class ServiceProcess: @unchecked Sendable {
+    public let process = Process()
     /// The application integration URL it printed.
-    let url: String
+    public let url: String
     /// `http://127.0.0.1:PORT`
-    let origin: String
-    let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+    public let origin: String
+    public let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
 
-    init(_ arguments: [String] = []) throws {
+    public init(_ arguments: [String] = []) throws {
         process.executableURL = productsDirectory.appendingPathComponent("waf-token-service")
         process.arguments = arguments
         let output = Pipe()
@@ -42,7 +42,14 @@ final class ServiceProcess: @unchecked Sendable {
         origin = "\(afterScheme[0])//\(afterScheme[1])"
     }
 
-    func stop() async {
+    deinit {
+        // A test that threw before stop(): end the child and the client rather than trap.
+        if process.isRunning { process.terminate() }
+        let http = http
+        Task { try? await http.shutdown() }
+    }
+
+    public func stop() async {
         if process.isRunning {
             process.terminate()
             process.waitUntilExit()
@@ -52,21 +59,28 @@ final class ServiceProcess: @unchecked Sendable {
 
     // MARK: Administration over HTTP, as a script would do it
 
-    func arm(_ rules: FaultRule...) async throws {
+    public func arm(_ rules: FaultRule...) async throws {
         var request = HTTPClientRequest(url: origin + "/__admin/faults")
         request.method = .POST
         request.body = .bytes(ByteBuffer(bytes: try JSONEncoder().encode(rules)))
         _ = try await http.execute(request, timeout: .seconds(5))
     }
 
-    func counters() async throws -> ServiceCounters {
+    public func counters() async throws -> ServiceCounters {
         let response = try await http.execute(HTTPClientRequest(url: origin + "/__admin/counters"), timeout: .seconds(5))
         let body = try await response.body.collect(upTo: 16 << 20)
         return try JSONDecoder().decode(ServiceCounters.self, from: Data(body.readableBytesView))
     }
 
+    /// Every token the service issued so far (its test-tool record).
+    public func mintedTokens() async throws -> [String] {
+        let response = try await http.execute(HTTPClientRequest(url: origin + "/__admin/tokens"), timeout: .seconds(5))
+        let body = try await response.body.collect(upTo: 16 << 20)
+        return try JSONDecoder().decode([String].self, from: Data(body.readableBytesView))
+    }
+
     /// Clears armed faults and latency.
-    func reset() async throws {
+    public func reset() async throws {
         var request = HTTPClientRequest(url: origin + "/__admin/faults")
         request.method = .DELETE
         _ = try await http.execute(request, timeout: .seconds(5))
@@ -74,19 +88,19 @@ final class ServiceProcess: @unchecked Sendable {
 
     /// The token-service calls the service saw, in order, as "endpoint status outcome"
     /// ("inputs 503 fault: fail", "verify 200 token"; status "-" when none was sent).
-    func calls() async throws -> [String] {
+    public func calls() async throws -> [String] {
         try await counters().calls.filter { $0.endpoint != "protected" }.map {
             "\($0.endpoint) \($0.status.map(String.init) ?? "-") \($0.outcome)"
         }
     }
 
     /// GET /protected/… with the token as a cookie (or without one).
-    func protected(cookie token: String?, path: String = "/protected/x") async throws -> (status: UInt, action: String?) {
+    public func protected(cookie token: String?, path: String = "/protected/x") async throws -> (status: UInt, action: String?) {
         try await protected(path: path, headers: token.map { [("Cookie", "aws-waf-token=\($0)")] } ?? [])
     }
 
     /// GET /protected/… with the token in the x-aws-waf-token header.
-    func protected(header token: String, path: String = "/protected/x") async throws -> (status: UInt, action: String?) {
+    public func protected(header token: String, path: String = "/protected/x") async throws -> (status: UInt, action: String?) {
         try await protected(path: path, headers: [("x-aws-waf-token", token)])
     }
 
@@ -98,14 +112,16 @@ final class ServiceProcess: @unchecked Sendable {
     }
 }
 
-/// Reads one line, byte by byte, so that nothing after it is consumed from the pipe.
+/// Reads one line, byte by byte, so that nothing after it is consumed from the pipe; read(2)
+/// retried on EINTR (Foundation's FileHandle traps on it, and SIGCHLD causes it).
 private func readLine(from handle: FileHandle) -> String? {
     var bytes: [UInt8] = []
+    var byte: UInt8 = 0
     while true {
-        guard let byte = try? handle.read(upToCount: 1), let first = byte.first else {
-            return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self)
-        }
-        if first == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-        bytes.append(first)
+        let count = read(handle.fileDescriptor, &byte, 1)
+        if count < 0, errno == EINTR { continue }
+        guard count == 1 else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
+        if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+        bytes.append(byte)
     }
 }

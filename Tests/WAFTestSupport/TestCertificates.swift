@@ -2,13 +2,13 @@ import Foundation
 
 /// A throw-away certificate authority and a server certificate for 127.0.0.1 and localhost, made
 /// with the openssl command line in a temporary directory.
-struct TestCertificates {
-    let directory: URL
-    var authority: String { directory.appendingPathComponent("ca.pem").path }
-    var serverCertificate: String { directory.appendingPathComponent("server.pem").path }
-    var serverKey: String { directory.appendingPathComponent("server.key").path }
+public struct TestCertificates {
+    public let directory: URL
+    public var authority: String { directory.appendingPathComponent("ca.pem").path }
+    public var serverCertificate: String { directory.appendingPathComponent("server.pem").path }
+    public var serverKey: String { directory.appendingPathComponent("server.key").path }
 
-    init() throws {
+    public init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-tls-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]

@@ -1,0 +1,74 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A bare Unix stream socket, for what no HTTP client sends: malformed requests, huge heads,
+/// silence, a byte a second.
+public final class RawSocket: @unchecked Sendable {
+    public let descriptor: Int32
+
+    public init(path: String) throws {
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw POSIXError(.ENAMETOOLONG) }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: bytes)
+            raw[bytes.count] = 0
+        }
+        let result = withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            Glibc.close(descriptor)
+            throw POSIXError(.init(rawValue: code) ?? .EIO)
+        }
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    /// Sends everything; false if the peer closed first.
+    @discardableResult
+    public func send(_ text: String) -> Bool { send(Array(text.utf8)) }
+
+    @discardableResult
+    public func send(_ bytes: [UInt8]) -> Bool {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes[offset...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            if written <= 0 { return false }
+            offset += written
+        }
+        return true
+    }
+
+    /// Reads until the peer closes or `timeout` passes without anything new.
+    public func receive(timeout: Duration) -> (bytes: [UInt8], closed: Bool) {
+        var received: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        let milliseconds = Int32(timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000)
+        while true {
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, milliseconds) > 0 else { return (received, false) }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return (received, true) }
+            received += buffer.prefix(count)
+        }
+    }
+
+    /// The status code of the first response in what arrives within `timeout`, and whether the
+    /// daemon then closed the connection.
+    public func response(timeout: Duration = .seconds(10)) -> (status: Int?, text: String, closed: Bool) {
+        let (bytes, closed) = receive(timeout: timeout)
+        let text = String(decoding: bytes, as: UTF8.self)
+        let status = text.hasPrefix("HTTP/1.") ? Int(text.dropFirst(9).prefix(3)) : nil
+        return (status, text, closed)
+    }
+}

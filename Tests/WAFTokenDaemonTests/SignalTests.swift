@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import WAFChallenge
+import WAFTestSupport
+
+@Suite("Signals", .timeLimit(.minutes(2)))
+struct SignalTests {
+    @Test("SIGUSR1 foreground, SIGUSR2 background, SIGUSR2 again closed (LIFE rules)")
+    func lifecycleSignals() async throws {
+        try await withDaemon { (_, daemon) async throws in
+            daemon.signal(SIGUSR2)
+            #expect(await lifecycleBecomes(daemon, "background"))
+            daemon.signal(SIGUSR2)
+            #expect(await lifecycleBecomes(daemon, "closed"))
+            daemon.signal(SIGUSR1)
+            #expect(await lifecycleBecomes(daemon, "foreground"))
+            #expect(try await status(daemon)["lifecycle"]?["active"] == .bool(true))
+        }
+    }
+
+    @Test("SIGHUP reloads a valid file: the new settings apply without a restart")
+    func reloadGood() async throws {
+        let service = try ServiceProcess()
+        let config = "applicationIntegrationUrl: \(service.url)\ndomainName: 127.0.0.1\nlifecycle:\n  platform: ios\n"
+        try await withDaemon(configFile: config) { _, daemon in
+            let before = try await daemon.client.tokenReady(wait: .seconds(10))
+            #expect(try await status(daemon)["lifecycle"]?["profile"] == .string("ios"))
+            let file = daemon.directory.appendingPathComponent("daemon.yaml")
+            try (config.replacingOccurrences(of: "platform: ios", with: "platform: android") + "tokenCookiePath: /api\n")
+                .write(to: file, atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            #expect(await eventually { (try? await status(daemon))?["lifecycle"]?["profile"] == .string("android") })
+            #expect(try await curl(daemon.socketPath, "/v1/cookie?path=/").code == 404, "the cookie moved to /api")
+            #expect(try await curl(daemon.socketPath, "/v1/cookie?path=/api/x").code == 200)
+            #expect(try await daemon.client.getToken()?.value == before.value, "same web ACL and domain: the token stays")
+            #expect(try await curl(daemon.socketPath, "/metrics").body.contains(#"waf_tokend_reloads_total{result="success"} 1"#))
+        }
+        await service.stop()
+    }
+
+    @Test("SIGHUP with an invalid file: refused, logged with key and value, the old configuration kept")
+    func reloadBad() async throws {
+        let service = try ServiceProcess()
+        let config = "applicationIntegrationUrl: \(service.url)\ndomainName: 127.0.0.1\nmaxRetryCount: 2\n"
+        try await withDaemon(configFile: config) { _, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            let file = daemon.directory.appendingPathComponent("daemon.yaml")
+            try (config.replacingOccurrences(of: "maxRetryCount: 2", with: "maxRetryCount: 99") + "lifecycle:\n  platform: android\n")
+                .write(to: file, atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            #expect(await eventually { daemon.stderr.contains("reload refused") })
+            #expect(daemon.stderr.contains("maxRetryCount: 99 is out of range"))
+            #expect(try await status(daemon)["lifecycle"]?["profile"] == .string("ios"))
+            #expect(try await curl(daemon.socketPath, "/healthz").code == 200)
+            #expect(try await curl(daemon.socketPath, "/metrics").body.contains(#"waf_tokend_reloads_total{result="failure"} 1"#))
+        }
+        await service.stop()
+    }
+
+    @Test("SIGTERM and SIGINT stop gracefully: exit 0, the socket file removed", arguments: [SIGTERM, SIGINT])
+    func gracefulStop(signal: Int32) async throws {
+        let service = try ServiceProcess()
+        let daemon = try await DaemonProcess.serving(service: service)
+        _ = try await daemon.client.tokenReady(wait: .seconds(10))
+        daemon.signal(signal)
+        #expect(await daemon.waitForExit() == 0)
+        #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+        #expect(daemon.stderr.contains("stopping"))
+        await expectNoLeaks(daemon, service: service)
+        await daemon.stop()
+        await service.stop()
+    }
+
+    @Test("a storm of thousands of signals leaves the state right and never two fetches in flight")
+    func signalStorm() async throws {
+        // Slow answers make overlapping fetches visible to the service's in-flight count.
+        try await withDaemon(service: ["--latency-ms", "20"], daemon: ["--lifecycle-platform", "ios"]) { service, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            let pid = daemon.process.processIdentifier
+            // Refreshes on the socket at the same time, so that fetches are wanted throughout.
+            let refreshes = Task {
+                for _ in 0..<20 { _ = try? await daemon.client.refresh(wait: .seconds(5)) }
+            }
+            for index in 0..<3000 {
+                kill(pid, index % 3 == 0 ? SIGUSR1 : SIGUSR2)
+                if index % 100 == 0 { await Task.yield() }
+            }
+            await refreshes.value
+            #expect(daemon.process.isRunning)
+            // After the storm the signals still mean what they say.
+            daemon.signal(SIGUSR1)
+            #expect(await lifecycleBecomes(daemon, "foreground"))
+            daemon.signal(SIGUSR2)
+            #expect(await lifecycleBecomes(daemon, "background"))
+            daemon.signal(SIGUSR2)
+            #expect(await lifecycleBecomes(daemon, "closed"))
+            let counters = try await service.counters()
+            #expect(counters.maxCallsInFlight == 1, "TOK-4: one fetch at a time")
+            #expect(counters.tokensIssued >= 2)
+            #expect(try await curl(daemon.socketPath, "/healthz").code == 200)
+        }
+    }
+}

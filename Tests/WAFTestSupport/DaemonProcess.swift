@@ -202,7 +202,7 @@ public func readToEnd(_ descriptor: Int32) -> [UInt8] {
 
 /// `curl --unix-socket SOCKET … http://localhost/PATH`, returning status code and body.
 public func curl(_ socket: String, _ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
-    let result = try await run("/usr/bin/curl", ["-s", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
+    let result = try await run("/usr/bin/curl", ["-s", "--max-time", "30", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
     var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
     return (code, lines.joined(separator: "\n"))

@@ -6,7 +6,7 @@ import WAFTestSupport
 /// curl as another user and group, with no supplementary groups: SO_PEERCRED is all the daemon sees.
 private func curlAs(uid: UInt32, gid: UInt32, _ socket: String, _ path: String) async throws -> (code: Int, body: String) {
     let result = try await run("/usr/bin/setpriv", [
-        "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/usr/bin/curl", "-s", "-w", "\n%{http_code}", "--unix-socket", socket,
+        "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "15", "-w", "\n%{http_code}", "--unix-socket", socket,
         "http://localhost\(path)",
     ])
     var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)

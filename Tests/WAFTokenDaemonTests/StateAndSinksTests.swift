@@ -60,7 +60,8 @@ struct StateAndSinksTests {
 
     @Test("an old saved token is loaded as stale and refreshed at once")
     func restartWithOldState() async throws {
-        let service = try ServiceProcess(["--latency-ms", "1000"])
+        // Slow answers keep the refresh in flight while the old token is checked.
+        let service = try ServiceProcess(["--latency-ms", "3000"])
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("waf-state-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
         let old = "00000000-0000-4000-8000-000000000000:AAAAAAAAAAAAAAAA:b2xk"
@@ -73,7 +74,7 @@ struct StateAndSinksTests {
         #expect(served.value == old)
         #expect(served.stale == true)
         #expect(await eventually { (try? await service.counters().inputs) == 1 }, "refreshed at once")
-        let fresh = try await daemon.client.tokenReady(wait: .seconds(10))
+        let fresh = try await daemon.client.tokenReady(wait: .seconds(20))
         #expect(fresh.value != old)
         await daemon.stop()
         #expect(daemon.leaked([old]).isEmpty)

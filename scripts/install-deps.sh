@@ -6,7 +6,9 @@ packages=(
     pkg-config
     libpsl-dev publicsuffix      # Public Suffix List (CFG-2)
     openssl                      # test certificates for the https tests
-    python3                      # the proof-of-work benchmark's reference figures
+    python3                      # the proof-of-work benchmark's reference figures; a test's client crowd
+    curl                         # the tests talk to the socket as an operator would
+    nghttp2-client gcc           # the socket benchmark: h2load, and the C responder it compares with
 )
 
 if ! command -v swift >/dev/null 2>&1; then

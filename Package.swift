@@ -45,6 +45,13 @@ let package = Package(
             providers: [.apt(["libpsl-dev", "publicsuffix"])]
         ),
 
+        // sd_notify, the watchdog, socket activation and the journal, from Debian's libsystemd-dev.
+        .systemLibrary(
+            name: "CSystemd",
+            pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]
+        ),
+
         // The SDK core: configuration, token, provider, retry and lifecycle rules, cookies.
         // No I/O of its own: the token service and time come in through protocols.
         .target(
@@ -160,7 +167,17 @@ let package = Package(
             swiftSettings: strict
         ),
 
-        .executableTarget(name: "waf-tokend", dependencies: ["WAFTokenDaemon"], swiftSettings: strict),
+        // waf-tokend as a systemd service: the daemon's notifier, socket activation, journald logging.
+        .target(
+            name: "WAFSystemd",
+            dependencies: [
+                "CSystemd", "WAFTokenDaemon",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: strict
+        ),
+
+        .executableTarget(name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd"], swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
 
         // Proof-of-work speed against Python's hashlib (OpenSSL), measured in the same run.
@@ -208,7 +225,7 @@ let package = Package(
             name: "WAFTokenDaemonTests",
             dependencies: [
                 "WAFTokenDaemon", "WAFTokenClient", "WAFTokenCtl", "WAFTokenCore", "WAFLocalTokenService", "WAFChallenge",
-                "WAFTestSupport",
+                "WAFTestSupport", "WAFSystemd",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -165,6 +165,12 @@ public final class WAFTokenProvider: Sendable {
         scheduler.execute(completion)
     }
 
+    /// For tests only: blocks the state queue for good, as a wedged provider would, so that a test
+    /// can prove that the watchdog then stops. The daemon calls it only under a debug switch.
+    public func _wedgeStateQueueForTesting() {
+        scheduler.execute { DispatchSemaphore(value: 0).wait() }
+    }
+
     /// Events from now on, in order. Changes submitted after this call are all seen.
     public func events(
         bufferingPolicy: AsyncStream<WAFProviderEvent>.Continuation.BufferingPolicy = .bufferingNewest(256)

@@ -80,7 +80,7 @@ struct ConfigurationLoaderTests {
             #expect(config.lifecyclePlatform == .android)
             #expect(config.socketMode == 0o640)
             #expect(config.allowedUsers == ["alice", "1000"])
-            #expect(config.allowedGroups == ["waf-token"])
+            #expect(config.allowedGroups.isEmpty && config.allowedUsers.isEmpty)
             #expect(config.idleTimeoutSeconds == 7 && config.requestTimeoutSeconds == 3 && config.socketThreads == 2)
             #expect(config.tokenServiceClient == "android" && config.tokenServiceTimeoutSeconds == 5)
             #expect(config.tokenServiceCAFile == "/etc/ca.pem")
@@ -136,10 +136,19 @@ struct ConfigurationLoaderTests {
             .deletingLastPathComponent().appendingPathComponent("config/waf-tokend.yaml").path
         let config = try await ConfigurationLoader.load(ConfigurationSources(file: example)).get()
         let defaults = try await load(cli: ["applicationIntegrationUrl": url, "domainName": "example.com"]).get()
-        #expect(config.allowedGroups == ["waf-token"])
+        #expect(config.allowedGroups.isEmpty && config.allowedUsers.isEmpty)
         #expect(config.socketPath == defaults.socketPath && config.socketMode == defaults.socketMode)
         #expect(config.provider == defaults.provider)
         #expect(config.tokenFile == nil && config.stateDirectory == nil)
+    }
+
+    @Test("the README's configuration reference names every key")
+    func readmeNamesEveryKey() throws {
+        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        for key in WAFConfigurationKey.allCases.map(\.rawValue) + DaemonKey.allCases.map(\.rawValue) {
+            #expect(readme.contains("| `\(key)` |"), "README lacks \(key)")
+        }
     }
 
     @Test("systemd's STATE_DIRECTORY is the state directory when none is configured")

@@ -104,7 +104,22 @@ public struct WAFTokendCommand: AsyncParsableCommand {
             writeStandardError(result.errors)
             throw ExitCode(result.code)
         }
-        let code = await Daemon.run(DaemonOptions(sources: sources, demo: demo, logLevel: .process))
+        let integration = ServiceManagerIntegration.current
+        let notifier = integration.makeNotifier()
+        let socket: CInt?
+        switch integration.inheritedSocket() {
+        case .success(let descriptor):
+            socket = descriptor
+        case .failure(let failure):
+            writeStandardError("waf-tokend: \(failure.message)\n")
+            notifier.failing(failure.message, errno: nil)
+            throw ExitCode(failure.code.rawValue)
+        }
+        let environment = ProcessInfo.processInfo.environment
+        let wedge = environment["WAF_TOKEND_DEBUG_WEDGE_AFTER_SEC"].flatMap(Double.init).map { Duration.milliseconds(Int64($0 * 1000)) }
+        let code = await Daemon.run(DaemonOptions(
+            sources: sources, demo: demo, inheritedSocket: socket, notifier: notifier, logLevel: .process,
+            wedgeStateQueueAfter: wedge))
         throw ExitCode(code)
     }
 }

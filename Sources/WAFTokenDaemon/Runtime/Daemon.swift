@@ -15,11 +15,13 @@ public struct DaemonOptions: Sendable {
     public var notifier: any ServiceNotifier
     public var logLevel: LogLevelControl
     public var version: String
+    /// Testing only (`WAF_TOKEND_DEBUG_WEDGE_AFTER_SEC`): wedge the provider this long after start.
+    public var wedgeStateQueueAfter: Duration?
 
     public init(
         sources: ConfigurationSources, demo: Bool = false, inheritedSocket: CInt? = nil,
         notifier: any ServiceNotifier = NoServiceNotifier(), logLevel: LogLevelControl = LogLevelControl(),
-        version: String = Daemon.version
+        version: String = Daemon.version, wedgeStateQueueAfter: Duration? = nil
     ) {
         self.sources = sources
         self.demo = demo
@@ -27,6 +29,7 @@ public struct DaemonOptions: Sendable {
         self.notifier = notifier
         self.logLevel = logLevel
         self.version = version
+        self.wedgeStateQueueAfter = wedgeStateQueueAfter
     }
 }
 

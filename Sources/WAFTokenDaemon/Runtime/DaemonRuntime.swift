@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
@@ -91,6 +92,7 @@ final class DaemonRuntime: Sendable {
                 .init(service: ProviderEventService(runtime: self)),
                 .init(service: ReadinessService(runtime: self)),
                 .init(service: SignalService(runtime: self)),
+                .init(service: WatchdogService(runtime: self)),
                 .init(service: ServerService(runtime: self)),
             ],
             gracefulShutdownSignals: [.sigterm, .sigint],
@@ -102,7 +104,17 @@ final class DaemonRuntime: Sendable {
             logger.error("stopping after an error: \(error)")
             code = DaemonFailure.Code.failure.rawValue
         }
-        provider.shutdown()
+        // A wedged provider must not hold the stop up for ever.
+        let provider = provider
+        let stopped = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            provider.shutdown()
+            stopped.signal()
+        }
+        if stopped.wait(timeout: .now() + 5) == .timedOut {
+            logger.error("the provider did not stop within 5 s; exiting without it")
+            code = DaemonFailure.Code.failure.rawValue
+        }
         sinks.flush()
         await client.shutdown()
         logger.info("stopped")

@@ -103,3 +103,30 @@ struct ServerService: Service {
         await runtime.server.stop(grace: Self.grace)
     }
 }
+
+/// Pings the service manager's watchdog at half its interval, but only after a round trip through
+/// the provider's state queue: if the provider wedges, the pings stop and systemd restarts us.
+struct WatchdogService: Service {
+    let runtime: DaemonRuntime
+
+    func run() async {
+        let notifier = runtime.options.notifier
+        guard let interval = notifier.watchdogInterval else {
+            try? await gracefulShutdown()
+            return
+        }
+        let provider = runtime.provider
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "waf-tokend.watchdog"))
+        timer.schedule(deadline: .now(), repeating: .nanoseconds(Int(interval.components.seconds * 1_000_000_000 + interval.components.attoseconds / 1_000_000_000)))
+        timer.setEventHandler { provider.ping { notifier.watchdogPing() } }
+        timer.resume()
+        if let delay = runtime.options.wedgeStateQueueAfter {
+            // The debug switch: wedge the provider on purpose, so that a test sees the pings stop.
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
+            runtime.logger.warning("debug switch: wedging the provider's state queue")
+            provider._wedgeStateQueueForTesting()
+        }
+        try? await gracefulShutdown()
+        timer.cancel()
+    }
+}

@@ -153,51 +153,14 @@ public struct DaemonExited: Error, CustomStringConvertible {
     public var description: String { "waf-tokend exited with \(status): \(stderr)" }
 }
 
-/// Polls `condition` every 20 ms for up to 10 s; for states reached asynchronously.
-public func eventually(_ condition: () async -> Bool) async -> Bool {
-    for _ in 0..<500 {
+/// Polls `condition` every 20 ms for up to `timeout`; for states reached asynchronously.
+public func eventually(for timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    repeat {
         if await condition() { return true }
         try? await Task.sleep(for: .milliseconds(20))
-    }
-    return false
-}
-
-/// Runs a command (curl, setpriv) to completion and returns its exit status and output.
-@discardableResult
-public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws -> (status: Int32, stdout: String, stderr: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Read while it runs: a full pipe would block the child.
-    async let stdout = Task.detached { readToEnd(out.fileHandleForReading.fileDescriptor) }.value
-    async let stderr = Task.detached { readToEnd(err.fileHandleForReading.fileDescriptor) }.value
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while process.isRunning, clock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
-    if process.isRunning { process.terminate() }
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: await stdout, as: UTF8.self), String(decoding: await stderr, as: UTF8.self))
-}
-
-/// Reads a pipe to its end. Foundation's FileHandle traps on EINTR, which SIGCHLD from any child
-/// of the test process causes; plain read(2) is retried instead.
-public func readToEnd(_ descriptor: Int32) -> [UInt8] {
-    var bytes: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        if count > 0 {
-            bytes += buffer.prefix(count)
-        } else if count < 0, errno == EINTR {
-            continue
-        } else {
-            return bytes
-        }
-    }
+    } while ContinuousClock.now < deadline
+    return await condition()
 }
 
 /// `curl --unix-socket SOCKET … http://localhost/PATH`, returning status code and body.

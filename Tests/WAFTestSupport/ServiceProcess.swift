@@ -52,7 +52,8 @@ public final class ServiceProcess: @unchecked Sendable {
     public func stop() async {
         if process.isRunning {
             process.terminate()
-            process.waitUntilExit()
+            let process = process
+            await onOwnThread { process.waitUntilExit() }
         }
         try? await http.shutdown()
     }

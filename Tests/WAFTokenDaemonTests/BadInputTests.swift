@@ -107,11 +107,11 @@ struct BadInputTests {
             // The connections live in a child process: 2,000 descriptors in the test process would
             // exceed what fd_set-based code in Foundation can hold.
             let crowd = try ConnectionCrowd(socket: daemon.socketPath, count: 2000)
-            #expect(crowd.waitUntilOpen())
+            #expect(await onOwnThread { crowd.waitUntilOpen() })
             #expect(try await curl(daemon.socketPath, "/v1/token").code == 200, "served while 2,000 others are open")
             #expect(try await daemon.client.getToken() != nil)
             #expect(try await status(daemon)["counters"]?["connections"]?.integer.map { $0 >= 2000 } == true)
-            let outcome = try #require(crowd.finish())
+            let outcome = try #require(await onOwnThread { crowd.finish() })
             #expect(outcome["answered"] == .number(400), "every request sent was answered (200), or timed out (408)")
             #expect(outcome["cutOff"] == .number(2000), "every connection was closed by the daemon in the end")
             #expect(daemon.process.isRunning)
@@ -122,8 +122,8 @@ struct BadInputTests {
 
 /// A Python child that opens `count` connections: one in ten asks for a token and keeps the
 /// connection, one in ten sends half a request, the rest say nothing. Told to finish, it reports
-/// how many got their answer and how many the daemon closed.
-private final class ConnectionCrowd {
+/// how many got their answer and how many the daemon closed. Used from one test at a time.
+private final class ConnectionCrowd: @unchecked Sendable {
     static let script = #"""
         import json, resource, socket, sys, time
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -80,7 +80,7 @@ struct ConfigurationLoaderTests {
             #expect(config.lifecyclePlatform == .android)
             #expect(config.socketMode == 0o640)
             #expect(config.allowedUsers == ["alice", "1000"])
-            #expect(config.allowedGroups.isEmpty && config.allowedUsers.isEmpty)
+            #expect(config.allowedGroups == ["waf-token"])
             #expect(config.idleTimeoutSeconds == 7 && config.requestTimeoutSeconds == 3 && config.socketThreads == 2)
             #expect(config.tokenServiceClient == "android" && config.tokenServiceTimeoutSeconds == 5)
             #expect(config.tokenServiceCAFile == "/etc/ca.pem")

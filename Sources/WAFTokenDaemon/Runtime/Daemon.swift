@@ -15,7 +15,8 @@ public struct DaemonOptions: Sendable {
     public var notifier: any ServiceNotifier
     public var logLevel: LogLevelControl
     public var version: String
-    /// Testing only (`WAF_TOKEND_DEBUG_WEDGE_AFTER_SEC`): wedge the provider this long after start.
+    /// Testing only (`WAF_TOKEND_DEBUG_WEDGE_AFTER_SEC`): wedge the provider this long after the
+    /// first token is cached.
     public var wedgeStateQueueAfter: Duration?
 
     public init(

@@ -78,7 +78,7 @@ final class DaemonRuntime: Sendable {
         logger.info(
             "serving the token API",
             metadata: [
-                "socket": "\(configuration.socketPath)", "activated": "\(options.inheritedSocket != nil)",
+                "socket": "\(server.listeningPath)", "activated": "\(options.inheritedSocket != nil)",
                 "domain": "\(configuration.provider.domainName)", "platform": "\(configuration.lifecyclePlatform.rawValue)",
             ])
     }

@@ -122,9 +122,16 @@ struct WatchdogService: Service {
         timer.resume()
         if let delay = runtime.options.wedgeStateQueueAfter {
             // The debug switch: wedge the provider on purpose, so that a test sees the pings stop.
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: delay) }
-            runtime.logger.warning("debug switch: wedging the provider's state queue")
-            provider._wedgeStateQueueForTesting()
+            // It counts from the first token, so that a slow start cannot wedge before it.
+            let due = try? await cancelWhenGracefulShutdown { () async throws -> Bool in
+                while provider.cachedToken() == nil { try await Task.sleep(for: .milliseconds(50)) }
+                try await Task.sleep(for: delay)
+                return true
+            }
+            if due == true {
+                runtime.logger.warning("debug switch: wedging the provider's state queue")
+                provider._wedgeStateQueueForTesting()
+            }
         }
         try? await gracefulShutdown()
         timer.cancel()

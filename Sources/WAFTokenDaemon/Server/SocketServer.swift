@@ -98,6 +98,11 @@ final class SocketServer: Sendable {
         try? await group.shutdownGracefully()
     }
 
+    /// Where it listens: the configured path, or the path of the socket systemd passed.
+    var listeningPath: String {
+        state.withLockedValue { $0.listener?.localAddress?.pathname } ?? path
+    }
+
     private var connections: [any Channel] { state.withLockedValue { Array($0.connections.values) } }
 
     private func track(_ channel: any Channel) {

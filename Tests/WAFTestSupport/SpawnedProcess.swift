@@ -1,0 +1,78 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child started with posix_spawn, for programs that close every descriptor they did not make,
+/// such as `systemd-socket-activate`. Foundation's `Process` learns of a child's exit through a
+/// socket the child inherits; a child that closes it looks dead to Foundation, whose monitor
+/// thread then blocks in wait4 for it, and with it every other `Process` of the test run.
+public final class SpawnedProcess: @unchecked Sendable {
+    public let pid: pid_t
+    private let lock = NSLock()
+    private var status: Int32?
+
+    /// Starts `executable` with `arguments`; stdout and stderr go to the file at `output`.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String) throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        let environment = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup($0) } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
+        self.pid = pid
+    }
+
+    public func signal(_ number: Int32) {
+        if lock.withLock({ status == nil }) { kill(pid, number) }
+    }
+
+    /// The exit status (128 + signal for a signalled child), or nil while it runs.
+    public var exitStatus: Int32? {
+        lock.withLock {
+            if status == nil {
+                var raw: Int32 = 0
+                if waitpid(pid, &raw, WNOHANG) == pid {
+                    let signalled = raw & 0x7f
+                    status = signalled == 0 ? (raw >> 8) & 0xff : 128 + signalled
+                }
+            }
+            return status
+        }
+    }
+
+    /// Waits (bounded) for the exit and returns its status.
+    public func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let exitStatus { return exitStatus }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return nil
+    }
+
+    /// SIGTERM, then SIGKILL if it is still there after `grace`; returns the exit status.
+    @discardableResult
+    public func stop(grace: Duration = .seconds(10)) async -> Int32? {
+        signal(SIGTERM)
+        if let status = await waitForExit(timeout: grace) { return status }
+        signal(SIGKILL)
+        return await waitForExit()
+    }
+
+    deinit {
+        if exitStatus == nil {
+            kill(pid, SIGKILL)
+            var raw: Int32 = 0
+            waitpid(pid, &raw, 0)
+        }
+    }
+}

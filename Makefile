@@ -1,8 +1,10 @@
 # The two commands of the README: `make demo` and `make test`. Both install what they need.
 SHELL := /bin/bash
 SWIFT ?= swift
+PREFIX ?= /usr
+DESTDIR ?=
 
-.PHONY: deps build release demo test test-tsan bench-pow bench-socket
+.PHONY: deps build release install demo test test-tsan bench-pow bench-socket
 
 deps:
 	@scripts/install-deps.sh
@@ -10,9 +12,16 @@ deps:
 build: deps
 	$(SWIFT) build
 
-# Release binaries with the Swift runtime linked in: they run without a Swift toolchain.
+# Release binaries with the Swift runtime linked in: they run without a Swift toolchain. Also the
+# generate-manual tool that makes the man pages from them. (Not ArgumentParser's plugin command: it
+# rebuilds the package in release without --static-swift-stdlib, over these binaries.)
 release: deps
 	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-static
+	$(SWIFT) build --scratch-path .build-static --product generate-manual
+
+# Binaries, units, sysusers/tmpfiles snippets, configuration and man pages under $(DESTDIR)$(PREFIX).
+install: release
+	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) SWIFT=$(SWIFT) scripts/install.sh
 
 # The daemon against a local token service in the same process: no AWS account, no root.
 demo: deps
@@ -20,8 +29,8 @@ demo: deps
 	$(SWIFT) build --product waf-tokenctl
 	$$($(SWIFT) build --show-bin-path)/waf-tokend --demo
 
-# The whole suite, as CI runs it.
-test: deps
+# The whole suite, as CI runs it. The container test installs the static release build.
+test: deps release
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 

@@ -9,6 +9,10 @@ packages=(
     python3                      # the proof-of-work benchmark's reference figures; a test's client crowd
     curl                         # the tests talk to the socket as an operator would
     nghttp2-client gcc           # the socket benchmark: h2load, and the C responder it compares with
+    libsystemd-dev               # sd_notify, sd_watchdog_enabled, sd_listen_fds, sd_journal_sendv
+    systemd                      # systemd-analyze, systemd-socket-activate, systemd-journald, journalctl
+    systemd-container debootstrap  # the end-to-end test under a real systemd in a container
+    util-linux binutils          # unshare, nsenter, setpriv; strip for make install
 )
 
 if ! command -v swift >/dev/null 2>&1; then

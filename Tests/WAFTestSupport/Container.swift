@@ -20,10 +20,11 @@ public final class Container: @unchecked Sendable {
     /// The cgroups the container lives in, one per systemd-managed hierarchy of the host.
     public let cgroups: [String]
 
-    /// The hierarchies nspawn and the container's systemd write to: the named systemd one of a
-    /// hybrid (v1) host and the unified one.
+    /// The hierarchies nspawn and the container's systemd write to: the one of a unified (v2)
+    /// host, or the named systemd one and the unified one of a hybrid host.
     static var cgroupHierarchies: [String] {
-        ["systemd", "unified"].filter { FileManager.default.fileExists(atPath: "/sys/fs/cgroup/\($0)/cgroup.procs") }
+        if FileManager.default.fileExists(atPath: "/sys/fs/cgroup/cgroup.controllers") { return ["/sys/fs/cgroup"] }
+        return ["systemd", "unified"].map { "/sys/fs/cgroup/\($0)" }.filter { FileManager.default.fileExists(atPath: "\($0)/cgroup.procs") }
     }
 
     /// The cached root under `cache` (`cache/root`), made on first use. Packages: what the issue
@@ -54,7 +55,7 @@ public final class Container: @unchecked Sendable {
         let binds = bindings.map { "--bind-ro=\($0.0):\($0.1)" }.joined(separator: " ")
         // With --keep-unit, nspawn and the container's systemd build their cgroups under the one
         // nspawn starts in, and leave some behind: start it in cgroups of its own, removed at the end.
-        let cgroups = Self.cgroupHierarchies.map { "/sys/fs/cgroup/\($0)/\(name)" }
+        let cgroups = Self.cgroupHierarchies.map { "\($0)/\(name)" }
         let enter = cgroups.map { "mkdir -p \($0) && echo $$ > \($0)/cgroup.procs && " }.joined()
         let nspawn = try SpawnedProcess("/usr/bin/unshare", [
             "--mount", "--propagation", "private", "/bin/sh", "-c",

@@ -21,12 +21,28 @@ public final class SpawnedProcess: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        // Nothing else of the test process: a copy of the socket by which Foundation watches one of
+        // its own children would hide that child's exit for as long as this one lives.
+        closeFrom(&actions, 3)
         let environment = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
+        // A session of its own, away from the test run's terminal (a terminal-minded child such as
+        // systemd-nspawn must not take it over), and signals as a new program expects them: none
+        // blocked (the test run may block some on its threads), every one at its default.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t(), all = sigset_t()
+        sigemptyset(&none)
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        let setsid: Int16 = 0x80  // POSIX_SPAWN_SETSID, a GNU extension the Glibc module leaves out
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) | setsid)
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, nil, argv, envp)
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
         self.pid = pid
     }
@@ -75,4 +91,14 @@ public final class SpawnedProcess: @unchecked Sendable {
             waitpid(pid, &raw, 0)
         }
     }
+}
+
+/// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34 and later), which the Glibc module
+/// does not import (it is a GNU extension): looked up at run time.
+private func closeFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: Int32) {
+    typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>, Int32) -> Int32
+    guard let symbol = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np") else {
+        preconditionFailure("glibc without posix_spawn_file_actions_addclosefrom_np (2.34 and later have it)")
+    }
+    _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest)
 }

@@ -4,10 +4,16 @@ import WAFTokenServiceClient
 
 /// The provider's token-service client, replaceable on reload (a new CA file, timeout or client
 /// name). A replaced client finishes the fetch it may have in flight and is shut down at exit.
+///
+/// At exit, fetches still on their way out (cancelled by the provider's shutdown, but not yet
+/// unwound) are waited for before the HTTP clients' event loops go: a request that reached
+/// AsyncHTTPClient after that would schedule work on a loop that no longer runs.
 final class ReloadableTokenServiceClient: WAFTokenServiceClient {
     private struct State {
         var current: HTTPTokenServiceClient
         var retired: [HTTPTokenServiceClient] = []
+        var inFlight = 0
+        var closed = false
     }
 
     private let state: NIOLockedValueBox<State>
@@ -19,7 +25,14 @@ final class ReloadableTokenServiceClient: WAFTokenServiceClient {
     var current: HTTPTokenServiceClient { state.withLockedValue { $0.current } }
 
     func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String {
-        try await current.fetchToken(request)
+        let client = state.withLockedValue { state -> HTTPTokenServiceClient? in
+            guard !state.closed else { return nil }
+            state.inFlight += 1
+            return state.current
+        }
+        guard let client else { throw .networkUnavailable("the daemon is stopping") }
+        defer { state.withLockedValue { $0.inFlight -= 1 } }
+        return try await client.fetchToken(request)
     }
 
     func replace(with client: HTTPTokenServiceClient) {
@@ -29,7 +42,13 @@ final class ReloadableTokenServiceClient: WAFTokenServiceClient {
         }
     }
 
-    func shutdown() async {
+    /// Refuses new fetches, waits (at most `grace`) for those in flight, then shuts the clients down.
+    func shutdown(grace: Duration = .seconds(2)) async {
+        state.withLockedValue { $0.closed = true }
+        let deadline = ContinuousClock.now + grace
+        while state.withLockedValue({ $0.inFlight }) > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
         let clients = state.withLockedValue { [$0.current] + $0.retired }
         for client in clients { try? await client.shutdown() }
     }

@@ -7,6 +7,10 @@ import WAFLocalTokenService
 /// `<products>/waf-tokendPackageTests.xctest`, whatever the scratch path.
 public let productsDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
 
+/// The repository's top directory (README, config/, systemd/, scripts/, the build folders).
+public let repositoryDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+    .deletingLastPathComponent()
+
 public enum TestProcessError: Error, CustomStringConvertible {
     case noListeningLine(String)
 

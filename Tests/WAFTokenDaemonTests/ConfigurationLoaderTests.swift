@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Testing
+import WAFTestSupport
 import WAFTokenCore
 @testable import WAFTokenDaemon
 
@@ -132,8 +133,7 @@ struct ConfigurationLoaderTests {
 
     @Test("the documented example, config/waf-tokend.yaml, is valid and says what the defaults are")
     func exampleConfigurationIsValid() async throws {
-        let example = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("config/waf-tokend.yaml").path
+        let example = repositoryDirectory.appendingPathComponent("config/waf-tokend.yaml").path
         let config = try await ConfigurationLoader.load(ConfigurationSources(file: example)).get()
         let defaults = try await load(cli: ["applicationIntegrationUrl": url, "domainName": "example.com"]).get()
         #expect(config.allowedGroups.isEmpty && config.allowedUsers.isEmpty)
@@ -144,8 +144,7 @@ struct ConfigurationLoaderTests {
 
     @Test("the README's configuration reference names every key")
     func readmeNamesEveryKey() throws {
-        let readme = try String(contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .deletingLastPathComponent().appendingPathComponent("README.md"), encoding: .utf8)
+        let readme = try String(contentsOf: repositoryDirectory.appendingPathComponent("README.md"), encoding: .utf8)
         for key in WAFConfigurationKey.allCases.map(\.rawValue) + DaemonKey.allCases.map(\.rawValue) {
             #expect(readme.contains("| `\(key)` |"), "README lacks \(key)")
         }

@@ -7,8 +7,6 @@ import WAFTestSupport
 import Glibc
 #endif
 
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
 /// The project installed with `scripts/install.sh` (the static release build, the units, the
 /// sysusers and tmpfiles snippets) into a Debian container booted with systemd as PID 1, and
 /// driven with `systemctl` and `journalctl` as an operator would.
@@ -16,7 +14,7 @@ private let repository = URL(fileURLWithPath: #filePath).deletingLastPathCompone
 struct NspawnTests {
     @Test("systemd: active (running) with STATUS, a client gets a token, reload, watchdog restart, socket activation, journal fields, nothing left behind")
     func endToEnd() async throws {
-        let staticBuild = repository.appendingPathComponent(".build-static/release")
+        let staticBuild = repositoryDirectory.appendingPathComponent(".build-static/release")
         try requireCurrent(staticBuild.appendingPathComponent("waf-tokend"))
 
         let id = "waf-e2e-\(UUID().uuidString.prefix(8).lowercased())"
@@ -24,10 +22,10 @@ struct NspawnTests {
         let stage = scratch.appendingPathComponent("stage")
         try FileManager.default.createDirectory(at: stage, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let install = try await run("/usr/bin/env", ["DESTDIR=\(stage.path)", repository.appendingPathComponent("scripts/install.sh").path], timeout: .seconds(600))
+        let install = try await run("/usr/bin/env", ["DESTDIR=\(stage.path)", repositoryDirectory.appendingPathComponent("scripts/install.sh").path], timeout: .seconds(600))
         try #require(install.status == 0, "scripts/install.sh: \(install.stderr)")
 
-        let root = try await Container.root(in: repository.appendingPathComponent(".build/nspawn"))
+        let root = try await Container.root(in: repositoryDirectory.appendingPathComponent(".build/nspawn"))
         let hostRunBefore = try FileManager.default.contentsOfDirectory(atPath: "/run").sorted()
         let service = try ServiceProcess()  // on the host's loopback, which the container shares
         let container = try await Container(root: root, name: id, bindings: [(stage.path, "/mnt/stage")], log: scratch.appendingPathComponent("nspawn.log").path)
@@ -147,7 +145,7 @@ struct NspawnTests {
         let built = try #require(
             try? FileManager.default.attributesOfItem(atPath: binary.path)[.modificationDate] as? Date,
             "no static release build at \(binary.path): run the tests with `make test`, which builds it")
-        let sources = FileManager.default.enumerator(at: repository.appendingPathComponent("Sources"), includingPropertiesForKeys: [.contentModificationDateKey])
+        let sources = FileManager.default.enumerator(at: repositoryDirectory.appendingPathComponent("Sources"), includingPropertiesForKeys: [.contentModificationDateKey])
         let newest = (sources?.allObjects as? [URL] ?? []).compactMap { try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate }.max()
         try #require(newest.map { $0 <= built } ?? true, "the static release build is older than the sources: run `make test`, which rebuilds it")
     }

@@ -8,8 +8,6 @@ import WAFTestSupport
 import Glibc
 #endif
 
-private let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
 private func monotonicMicroseconds() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
@@ -223,20 +221,20 @@ struct SystemdTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-units-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         // verify wants the executable to exist: point the copy at the one just built.
-        let service = try String(contentsOf: repository.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
+        let service = try String(contentsOf: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
             .replacingOccurrences(of: "/usr/bin/waf-tokend", with: productsDirectory.appendingPathComponent("waf-tokend").path)
         try service.write(to: directory.appendingPathComponent("waf-tokend.service"), atomically: true, encoding: .utf8)
-        try FileManager.default.copyItem(at: repository.appendingPathComponent("systemd/waf-tokend.socket"), to: directory.appendingPathComponent("waf-tokend.socket"))
+        try FileManager.default.copyItem(at: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.socket"), to: directory.appendingPathComponent("waf-tokend.socket"))
         let verify = try await run("/usr/bin/systemd-analyze", [
             "verify", "--man=no", directory.appendingPathComponent("waf-tokend.service").path, directory.appendingPathComponent("waf-tokend.socket").path,
         ])
         #expect(verify.status == 0 && verify.stderr.isEmpty, "\(verify.stderr)")
 
-        let security = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", repository.appendingPathComponent("systemd/waf-tokend.service").path])
+        let security = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
         let line = try #require(security.stdout.split(separator: "\n").first { $0.contains("Overall exposure level") })
         let score = try #require(line.split(separator: " ").compactMap { Double($0) }.first)
         #expect(score <= 1.0, "\(line)")
-        let units = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--threshold=10", repository.appendingPathComponent("systemd/waf-tokend.service").path])
+        let units = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--threshold=10", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
         #expect(units.status == 0)
     }
 

@@ -37,6 +37,8 @@ public final class Container: @unchecked Sendable {
         // A root is renamed into place only once complete: an interrupted run leaves no half root.
         let made = try await run("/usr/bin/bash", ["-c", """
             set -e
+            # wget, under debootstrap, may leave a wget-log in the working directory: not the repository's.
+            cd '\(cache.path)'
             rm -rf '\(scratch.path)'
             # The mirror and proxy apt uses here, so that the root comes from where packages do.
             mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)

@@ -63,6 +63,9 @@ public func run(_ executable: String, _ arguments: [String], timeout: Duration =
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     let out = Pipe(), err = Pipe()
+    // Not the test run's stdin, which may be a terminal: programs change course on one (wget, under
+    // debootstrap, logs to a wget-log file when it finds itself in the background of a terminal).
+    process.standardInput = FileHandle.nullDevice
     process.standardOutput = out
     process.standardError = err
     try process.run()

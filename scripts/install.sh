@@ -25,7 +25,7 @@ root="$DESTDIR$PREFIX"
 install -d "$root/bin" "$root/lib/systemd/system" "$root/lib/sysusers.d" "$root/lib/tmpfiles.d" \
     "$root/share/man/man1" "$DESTDIR$SYSCONFDIR/waf-tokend"
 
-# Debug information off (a fifth of the size), symbols kept for backtraces.
+# Debug information off (a third of the size), symbols kept so that backtraces name functions.
 for product in "${products[@]}"; do
     install -m 0755 "$SCRATCH/release/$product" "$root/bin/$product"
     strip --strip-debug "$root/bin/$product"

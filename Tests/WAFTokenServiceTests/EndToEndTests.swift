@@ -92,7 +92,8 @@ struct EndToEndTests {
     func stallTimesOut() async throws {
         let fixture = try Fixture(service: ["--stall-next", "1", "--fault-target", "inputs"], timeout: .seconds(1))
         _ = try await fixture.provider.tokenReady()
-        #expect(try await fixture.service.calls() == ["inputs - fault: stall", "inputs 200 challenge", "verify 200 token"])
+        let calls = try await fixture.service.calls()
+        #expect(calls == ["inputs - fault: stall", "inputs 200 challenge", "verify 200 token"])
         #expect(fixture.provider.status().refresh.lastError == nil)
         await fixture.stop()
     }
@@ -119,7 +120,9 @@ struct EndToEndTests {
 
     @Test("TOK-5 over the wire: the last good token survives every fault")
     func TOK5_lastGoodTokenSurvivesEveryFault() async throws {
-        let fixture = try Fixture(maxRetryCount: 1, timeout: .seconds(1))
+        // A long error-phase wait keeps the provider from fetching on its own between one fault's
+        // reset and the next one's arming: only the explicit refreshes below ask the service.
+        let fixture = try Fixture(maxRetryCount: 1, maxErrorDelayMsec: 30000, timeout: .seconds(1))
         let good = try await fixture.provider.tokenReady()
         let faults: [FaultRule] = [
             FaultRule(kind: .fail, count: 100, status: 500),

@@ -25,11 +25,10 @@ public final class RawSocket: @unchecked Sendable {
                 connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        guard result == 0 else {
-            let code = errno
-            Glibc.close(descriptor)
-            throw POSIXError(.init(rawValue: code) ?? .EIO)
-        }
+        // No close here: an initializer that throws once every property is set still runs deinit,
+        // and a second close would hit whatever descriptor took the number in between (another
+        // test's pipe: this is how a daemon start, polling with failing connects, crossed them).
+        guard result == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
     }
 
     deinit { Glibc.close(descriptor) }

@@ -7,8 +7,7 @@ import WAFTestSupport
 struct StateAndSinksTests {
     @Test("the token file and the cookie jar are rewritten on every token; curl -b with the jar passes the protected resource")
     func sinks() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-sinks-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("waf-sinks")
         let tokenFile = directory.appendingPathComponent("token").path
         let jar = directory.appendingPathComponent("cookies.txt").path
         try await withDaemon(daemon: ["--sinks-token-file", tokenFile, "--sinks-cookie-jar", jar]) { service, daemon in
@@ -63,8 +62,7 @@ struct StateAndSinksTests {
         // Every fetch fails until the test lifts the fault: the old token is all there is while it
         // is checked, however slowly this machine gets there.
         let service = try ServiceProcess(["--fail-next", "1000000", "--fault-target", "inputs"])
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("waf-state-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let state = try scratchDirectory("waf-state")
         let old = "00000000-0000-4000-8000-000000000000:AAAAAAAAAAAAAAAA:b2xk"
         let record = """
             {"applicationIntegrationUrl":"\(service.url.dropLast())","domainName":"127.0.0.1","fetchedAt":"2020-01-01T00:00:00Z","value":"\(old)"}
@@ -86,8 +84,7 @@ struct StateAndSinksTests {
     @Test("a damaged saved token is set aside; an unreadable one stops the start with exit 71")
     func damagedState() async throws {
         let service = try ServiceProcess()
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("waf-state-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: state, withIntermediateDirectories: true)
+        let state = try scratchDirectory("waf-state")
         try "{ not json".write(to: state.appendingPathComponent("token.json"), atomically: true, encoding: .utf8)
         let daemon = try await DaemonProcess.serving(service: service, arguments: ["--state-directory", state.path])
         _ = try await daemon.client.tokenReady(wait: .seconds(10))

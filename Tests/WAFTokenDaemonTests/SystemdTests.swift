@@ -119,8 +119,7 @@ struct SystemdTests {
     @Test("socket activation: the passed socket is served, and its path is neither created nor removed")
     func socketActivation() async throws {
         let service = try ServiceProcess()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-activate-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("waf-activate")
         let socket = directory.appendingPathComponent("activated.sock").path
         let stderr = directory.appendingPathComponent("stderr.log").path
         // systemd-socket-activate closes every descriptor it did not open: see SpawnedProcess.
@@ -146,8 +145,7 @@ struct SystemdTests {
 
     @Test("a passed socket that is not a listening Unix stream socket is refused with exit 71")
     func socketActivationOfTheWrongKind() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-activate-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("waf-activate")
         let socket = directory.appendingPathComponent("datagram.sock").path
         let output = directory.appendingPathComponent("output.log").path
         let activator = try SpawnedProcess("/usr/bin/systemd-socket-activate", [
@@ -175,8 +173,7 @@ struct SystemdTests {
     @Test("journald: structured entries with MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_*, metadata fields, and no token")
     func journal() async throws {
         let service = try ServiceProcess()
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-journal-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("waf-journal")
         let socket = directory.appendingPathComponent("token.sock").path
         let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
         // systemd sets JOURNAL_STREAM to stderr's device and inode; systemd-cat does not, so the
@@ -218,8 +215,7 @@ struct SystemdTests {
 
     @Test("the unit files pass systemd-analyze verify, and the service rates at most 1.0 on security")
     func unitFiles() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-units-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let directory = try scratchDirectory("waf-units")
         // verify wants the executable to exist: point the copy at the one just built.
         let service = try String(contentsOf: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
             .replacingOccurrences(of: "/usr/bin/waf-tokend", with: productsDirectory.appendingPathComponent("waf-tokend").path)

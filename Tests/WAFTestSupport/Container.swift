@@ -12,8 +12,6 @@ import Glibc
 /// --propagation private`), so that it writes nothing into the host's /run; `--register=no
 /// --keep-unit` keep it away from a host service manager.
 public final class Container: @unchecked Sendable {
-    public let name: String
-    public let log: String
     private let nspawn: SpawnedProcess
     /// The container's PID 1 as the host sees it: the target of nsenter.
     public let leader: pid_t
@@ -56,8 +54,6 @@ public final class Container: @unchecked Sendable {
     /// Boots `root` with `bindings` (host path → container path, read-only) and waits until
     /// systemd reports the system running.
     public init(root: URL, name: String, bindings: [(String, String)], log: String) async throws {
-        self.name = name
-        self.log = log
         let binds = bindings.map { "--bind-ro=\($0.0):\($0.1)" }.joined(separator: " ")
         // With --keep-unit, nspawn and the container's systemd build their cgroups under the one
         // nspawn starts in, and leave some behind: start it in cgroups of its own, removed at the end.
@@ -135,8 +131,6 @@ public final class Container: @unchecked Sendable {
             }
         }
     }
-
-    public var isRunning: Bool { nspawn.exitStatus == nil }
 }
 
 public enum ContainerError: Error, CustomStringConvertible {

@@ -14,7 +14,7 @@ let package = Package(
         .library(name: "WAFTokenCore", targets: ["WAFTokenCore"]),
         .library(name: "WAFTokenCoreTestKit", targets: ["WAFTokenCoreTestKit"]),
         .library(name: "WAFChallenge", targets: ["WAFChallenge"]),
-        .library(name: "WAFTokenServiceClient", targets: ["WAFTokenServiceClient"]),
+        .library(name: "WAFTokenServiceHTTP", targets: ["WAFTokenServiceHTTP"]),
         .library(name: "WAFLocalTokenService", targets: ["WAFLocalTokenService"]),
         .library(name: "WAFTokenDaemon", targets: ["WAFTokenDaemon"]),
         .library(name: "WAFTokenClient", targets: ["WAFTokenClient"]),
@@ -70,7 +70,10 @@ let package = Package(
         // Virtual time for the core, beside the library (like ServiceLifecycleTestKit).
         .target(
             name: "WAFTokenCoreTestKit",
-            dependencies: ["WAFTokenCore"],
+            dependencies: [
+                "WAFTokenCore",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict
         ),
 
@@ -86,7 +89,7 @@ let package = Package(
 
         // The provider's client to a real (or the local) token service, on AsyncHTTPClient.
         .target(
-            name: "WAFTokenServiceClient",
+            name: "WAFTokenServiceHTTP",
             dependencies: [
                 "WAFTokenCore", "WAFChallenge",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
@@ -130,7 +133,7 @@ let package = Package(
         .target(
             name: "WAFTokenDaemon",
             dependencies: [
-                "WAFTokenCore", "WAFTokenServiceClient", "WAFLocalTokenService", "WAFChallenge",
+                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFChallenge",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Yams", package: "Yams"),
@@ -192,6 +195,7 @@ let package = Package(
             name: "WAFTokenCoreTests",
             dependencies: [
                 "WAFTokenCore", "WAFTokenCoreTestKit",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict
@@ -211,7 +215,7 @@ let package = Package(
         .testTarget(
             name: "WAFTokenServiceTests",
             dependencies: [
-                "WAFTokenCore", "WAFChallenge", "WAFTokenServiceClient", "WAFLocalTokenService", "WAFTestSupport",
+                "WAFTokenCore", "WAFChallenge", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFTestSupport",
                 // Run as a child process by the end-to-end tests: built before them.
                 "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

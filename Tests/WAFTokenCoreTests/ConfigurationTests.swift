@@ -30,7 +30,7 @@ struct ConfigurationTests {
         #expect(issue.key == "maxRetryCount")
         #expect(issue.value == "11")
         #expect(issue.allowed == "an integer 0…10")
-        #expect(issue.description == "maxRetryCount: 11 is out of range (allowed: an integer 0…10)")
+        #expect(issue.description == "maxRetryCount: 11 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 0…10)")
     }
 
     @Test("OBJ-2: every problem is reported at once, not only the first")
@@ -144,7 +144,8 @@ struct ConfigurationTests {
             #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: value).maxRetryCount == value)
         }
         for value in [-1, 11] {
-            #expect(refusalOf(maxRetryCount: value)?.description == "maxRetryCount: \(value) is out of range (allowed: an integer 0…10)")
+            let hint = value > 10 ? "; ranges: current would accept it" : ""
+            #expect(refusalOf(maxRetryCount: value)?.description == "maxRetryCount: \(value) is out of range for ranges: seed\(hint) (allowed: an integer 0…10)")
         }
     }
 
@@ -187,7 +188,8 @@ struct ConfigurationTests {
             let found = issues { () throws(WAFConfigurationError) in
                 try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: value)
             }
-            #expect(found.map(\.description) == ["tokenRefreshDelaySec: \(value) is out of range (allowed: an integer 300…600)"])
+            let hint = value == 299 ? "; ranges: current would accept it" : ""
+            #expect(found.map(\.description) == ["tokenRefreshDelaySec: \(value) is out of range for ranges: seed\(hint) (allowed: an integer 300…600)"])
         }
     }
 
@@ -207,19 +209,19 @@ struct ConfigurationTests {
             ])
         }
         #expect(found.map(\.description) == [
-            "tokenRefreshDelay: 300 is not a configuration key (allowed: applicationIntegrationUrl, domainName, backgroundRefreshEnabled, maxErrorTokenRefreshDelayMsec, maxRetryCount, setTokenCookie, tokenCookiePath, tokenRefreshDelaySec)",
-            "applicationIntegrationUrl: 42 is not a string (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed))",
-            "domainName: true is not a string (allowed: \(WAFConfigurationKey.domainName.allowed))",
-            "backgroundRefreshEnabled: \"yes\" is not a boolean (allowed: true or false)",
-            "maxErrorTokenRefreshDelayMsec: 2.5 is not an integer (allowed: an integer 1…30000)",
-            "maxRetryCount: \"five\" is not an integer (allowed: an integer 0…10)",
-            "setTokenCookie: 1 is not a boolean (allowed: true or false)",
-            "tokenRefreshDelaySec: \"900\" is out of range (allowed: an integer 300…600)",
+            "tokenRefreshDelay: 300 is not a configuration key (allowed: applicationIntegrationUrl, domainName, backgroundRefreshEnabled, maxErrorTokenRefreshDelayMsec, maxRetryCount, setTokenCookie, tokenCookiePath, tokenRefreshDelaySec, ranges)",
+            "applicationIntegrationUrl: 42 is a number, not a string (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed()))",
+            "domainName: true is a boolean, not a string (allowed: \(WAFConfigurationKey.domainName.allowed()))",
+            "backgroundRefreshEnabled: \"yes\" is a string, not a boolean (allowed: true or false)",
+            "maxErrorTokenRefreshDelayMsec: 2.5 is not a whole number (allowed: an integer 1…30000)",
+            "maxRetryCount: \"five\" is a string, not an integer (allowed: an integer 0…10)",
+            "setTokenCookie: 1 is a number, not a boolean (allowed: true or false)",
+            "tokenRefreshDelaySec: \"900\" is a string, not an integer (allowed: an integer 300…600)",
         ])
         let missing = issues { () throws(WAFConfigurationError) in try WAFConfiguration(settings: [:]) }
         #expect(missing.map(\.description) == [
-            "applicationIntegrationUrl: is required (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed))",
-            "domainName: is required (allowed: \(WAFConfigurationKey.domainName.allowed))",
+            "applicationIntegrationUrl: is required (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed()))",
+            "domainName: is required (allowed: \(WAFConfigurationKey.domainName.allowed()))",
         ])
     }
 
@@ -227,8 +229,8 @@ struct ConfigurationTests {
     func CFG9_stringsConvertToTheKeysType() throws {
         let config = try WAFConfiguration(settings: [
             "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"),
-            "backgroundRefreshEnabled": .string("FALSE"), "maxRetryCount": .string(" 7 "),
-            "tokenRefreshDelaySec": .string("600"), "maxErrorTokenRefreshDelayMsec": .double(1000),
+            "backgroundRefreshEnabled": .text("FALSE"), "maxRetryCount": .text(" 7 "),
+            "tokenRefreshDelaySec": .text("600"), "maxErrorTokenRefreshDelayMsec": .double(1000),
         ])
         #expect(config.backgroundRefreshEnabled == false)
         #expect(config.maxRetryCount == 7)
@@ -236,5 +238,71 @@ struct ConfigurationTests {
         #expect(config.maxErrorTokenRefreshDelayMsec == 1000)
         // The effective settings read back into the same configuration.
         #expect(try WAFConfiguration(settings: config.settings) == config)
+    }
+}
+
+@Suite("Configuration: range profiles")
+struct RangeProfileTests {
+    private func problems(_ settings: [String: WAFSettingValue]) -> [String] {
+        var all = settings
+        all["applicationIntegrationUrl"] = .string(url)
+        all["domainName"] = .string("example.com")
+        do {
+            _ = try WAFConfiguration(settings: all)
+            return []
+        } catch {
+            return error.issues.map(\.description)
+        }
+    }
+
+    @Test("CFG-10: ranges: current allows tokenRefreshDelaySec 88…300 (default 88) and maxRetryCount 0…100")
+    func CFG10_currentProfile() throws {
+        let current = try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", ranges: .current)
+        #expect(current.tokenRefreshDelaySec == 88)
+        #expect(current.maxRetryCount == 5)
+        #expect(current.ranges == .current)
+        for delay in [88, 300] {
+            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: delay, ranges: .current).tokenRefreshDelaySec == delay)
+        }
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: 100, ranges: .current).maxRetryCount == 100)
+        #expect(try WAFConfiguration(settings: [
+            "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"), "ranges": .text("current"),
+            "tokenRefreshDelaySec": .text("120"),
+        ]).tokenRefreshDelaySec == 120)
+        #expect(problems(["ranges": .string("current"), "tokenRefreshDelaySec": .int(87)]) == [
+            "tokenRefreshDelaySec: 87 is out of range for ranges: current (allowed: an integer 88…300)",
+        ])
+        #expect(problems(["ranges": .string("current"), "tokenRefreshDelaySec": .int(301), "maxRetryCount": .int(101)]) == [
+            "maxRetryCount: 101 is out of range for ranges: current (allowed: an integer 0…100)",
+            "tokenRefreshDelaySec: 301 is out of range for ranges: current; ranges: seed would accept it (allowed: an integer 88…300)",
+        ])
+    }
+
+    @Test("CFG-10: the seed profile is the default, and its refusals say which profile would accept the value")
+    func CFG10_seedIsTheDefault() throws {
+        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").ranges == .seed)
+        #expect(problems(["tokenRefreshDelaySec": .int(88)]) == [
+            "tokenRefreshDelaySec: 88 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 300…600)",
+        ])
+        #expect(problems(["maxRetryCount": .int(50)]) == [
+            "maxRetryCount: 50 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 0…10)",
+        ])
+        #expect(problems(["ranges": .string("latest")]) == ["ranges: \"latest\" is not a range profile (allowed: seed or current)"])
+        // Both profiles agree on the error delay: nothing to suggest.
+        #expect(problems(["maxErrorTokenRefreshDelayMsec": .int(0)]) == [
+            "maxErrorTokenRefreshDelayMsec: 0 is out of range (allowed: an integer 1…30000)",
+        ])
+    }
+
+    @Test("CFG-10: a provider on the current profile refreshes every 88 s and pauses after 88 s of inactivity")
+    func CFG10_currentProfileDrivesTheProvider() {
+        let harness = Harness(.test(ranges: .current))
+        harness.advance(to: 180)
+        #expect(harness.service.callTimes == seconds(0, 88, 176))
+        harness.setLifecycle(.background)
+        harness.advance(to: 268)
+        #expect(!harness.provider.status().lifecycle.paused)
+        harness.advance(to: 268.001)
+        #expect(harness.provider.status().lifecycle.paused)
     }
 }

@@ -4,73 +4,33 @@ import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
 
-/// Runs a blocking call on its own thread while this thread drives virtual time, until the call
-/// returns. Only for providers that stop scheduling once answered (background refresh disabled).
-func blocking<T: Sendable>(_ harness: Harness, _ body: @escaping @Sendable () -> T) -> T? {
-    let result = NIOLockedValueBox<T?>(nil)
-    let done = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-        let value = body()
-        result.withLockedValue { $0 = value }
-        done.signal()
-    }
-    let deadline = DispatchTime.now() + 10
-    while done.wait(timeout: .now()) != .success {
-        guard DispatchTime.now() < deadline else { return nil }
-        if !harness.scheduler.advanceToNextJob() {
-            // Nothing pending: the call has not submitted its request yet, or is about to return.
-            harness.scheduler.waitForPendingJob(timeout: 0.05)
-        }
-    }
-    return result.value
-}
-
-/// Runs blocking test code on a thread of its own and awaits its result, so that the concurrency
-/// pool stays free for the provider's fetches (a 2-core machine has only 2 pool threads).
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: body()) }
-    }
-}
-
-/// Waits in real time, bounded, until `condition` holds; for tests on real threads.
-func eventually(timeout: Duration = .seconds(10), _ condition: () -> Bool) -> Bool {
-    let clock = ContinuousClock()
-    let deadline = clock.now + timeout
-    while !condition() {
-        if clock.now >= deadline { return false }
-        usleep(1000)
-    }
-    return true
-}
-
 @Suite("Getting a token")
 struct GettingATokenTests {
     @Test("TOK-1: fetches at start, getToken is nil until then, refreshes tokenRefreshDelaySec after each success")
     func TOK1_fetchAtStartThenPeriodicRefresh() {
         let harness = Harness(latency: .seconds(2))
         harness.scheduler.runUntilIdle()
-        #expect(harness.client.callTimes == seconds(0))
+        #expect(harness.service.callTimes == seconds(0))
         harness.advance(to: 1.999)
         #expect(harness.provider.getToken() == nil)
         harness.advance(to: 2)
         #expect(harness.provider.getToken()?.value == "token-1")
 
         harness.advance(to: 1000)
-        #expect(harness.client.callTimes == seconds(0, 302, 604, 906))
+        #expect(harness.service.callTimes == seconds(0, 302, 604, 906))
         #expect(harness.provider.getToken()?.value == "token-4")
 
         // getToken() reads the cache: no fetch, however often it is called.
         for _ in 0..<100 { _ = harness.provider.getToken() }
         harness.scheduler.runUntilIdle()
-        #expect(harness.client.callCount == 4)
+        #expect(harness.service.callCount == 4)
     }
 
     @Test("TOK-2: without background refresh getToken blocks on a new fetch every time, nothing cached")
     func TOK2_onDemandFetchesANewTokenEachTime() throws {
         let harness = Harness(.test(backgroundRefreshEnabled: false), latency: .seconds(1))
         harness.scheduler.runUntilIdle()
-        #expect(harness.client.callCount == 0, "no fetch before anyone asks")
+        #expect(harness.service.callCount == 0, "no fetch before anyone asks")
 
         let first = try #require(blocking(harness) { harness.provider.getToken() } ?? nil)
         let second = try #require(blocking(harness) { harness.provider.getToken() } ?? nil)
@@ -78,7 +38,7 @@ struct GettingATokenTests {
         #expect(second.value == "token-2")
         #expect(first.fetchedAtMonotonic.sinceOrigin == .seconds(1))
         #expect(second.fetchedAtMonotonic.sinceOrigin == .seconds(2))
-        #expect(harness.client.callTimes == seconds(0, 1))
+        #expect(harness.service.callTimes == seconds(0, 1))
 
         // The non-blocking form has the same meaning.
         let recorded = NIOLockedValueBox<[String?]>([])
@@ -97,7 +57,7 @@ struct GettingATokenTests {
         harness.scheduler.runUntilIdle()
         #expect(fresh.tokens == ["token-1"])
         #expect(fresh.all.map(\.at) == seconds(100))
-        #expect(harness.client.callCount == 1)
+        #expect(harness.service.callCount == 1)
 
         // Inactive past tokenRefreshDelaySec: refresh paused, the token is not fresh any more.
         harness.setLifecycle(.background)
@@ -107,7 +67,7 @@ struct GettingATokenTests {
         harness.advance(to: 502)
         #expect(stale.tokens == ["token-2"])
         #expect(stale.all.map(\.at) == seconds(501))
-        #expect(harness.client.callTimes == seconds(0, 500))
+        #expect(harness.service.callTimes == seconds(0, 500))
     }
 
     @Test("TOK-3: without background refresh onTokenReady fetches a new token asynchronously")
@@ -119,14 +79,14 @@ struct GettingATokenTests {
         harness.provider.onTokenReady(recorder.callback)
         harness.scheduler.runUntilIdle()
         #expect(recorder.tokens == ["token-1", "token-2"])
-        #expect(harness.client.callCount == 2)
+        #expect(harness.service.callCount == 2)
     }
 
     @Test("TOK-3: the callback runs on a background thread, not the caller's")
     func TOK3_callbackOnBackgroundThread() async throws {
-        let client = GatedTokenServiceClient()
-        client.open()
-        let provider = WAFTokenProvider(configuration: .test(), client: client)
+        let service = GatedTokenFetcher()
+        service.open()
+        let provider = WAFTokenProvider(configuration: .test(), fetcher: service)
         defer { provider.shutdown() }
         let (answered, sameThread) = await onOwnThread {
             let answered = DispatchSemaphore(value: 0)
@@ -154,16 +114,16 @@ struct GettingATokenTests {
             harness.provider.getToken { token in onDemand.withLockedValue { $0.append(token?.value) } }
         }
         harness.advance(to: 1)
-        #expect(harness.client.callTimes == seconds(0))
-        #expect(harness.client.maxInFlight == 1)
+        #expect(harness.service.callTimes == seconds(0))
+        #expect(harness.service.maxInFlight == 1)
         #expect(recorder.tokens == Array(repeating: "token-1", count: 50))
         #expect(onDemand.withLockedValue { $0 } == Array(repeating: "token-1", count: 25))
     }
 
     @Test("TOK-4: 64 threads calling getToken at once make one fetch")
     func TOK4_manyThreadsOneFetch() async {
-        let client = GatedTokenServiceClient()
-        let provider = WAFTokenProvider(configuration: .test(backgroundRefreshEnabled: false), client: client)
+        let service = GatedTokenFetcher()
+        let provider = WAFTokenProvider(configuration: .test(backgroundRefreshEnabled: false), fetcher: service)
         defer { provider.shutdown() }
         let results = NIOLockedValueBox<[String?]>([])
         let (reachedGate, allJoined, allReturned) = await onOwnThread {
@@ -176,23 +136,23 @@ struct GettingATokenTests {
                     group.leave()
                 }
             }
-            let reachedGate = client.waitForFetch()
+            let reachedGate = service.waitForFetch()
             // Let the fetch finish only once every caller has joined it.
             let allJoined = eventually { provider.status().refresh.pendingRequests == 64 }
-            client.open()
+            service.open()
             return (reachedGate, allJoined, group.wait(timeout: .now() + 10) == .success)
         }
         #expect(reachedGate && allJoined && allReturned)
-        #expect(client.calls == 1)
-        #expect(client.maxInFlight == 1)
+        #expect(service.calls == 1)
+        #expect(service.maxInFlight == 1)
         #expect(results.value == Array(repeating: "gated-token-1", count: 64))
     }
 
     @Test("TOK-4: a storm of requests from many threads never has two fetches in flight")
     func TOK4_refreshStormNeverOverlaps() async {
-        let client = GatedTokenServiceClient()
-        client.open()
-        let provider = WAFTokenProvider(configuration: .test(), client: client)
+        let service = GatedTokenFetcher()
+        service.open()
+        let provider = WAFTokenProvider(configuration: .test(), fetcher: service)
         defer { provider.shutdown() }
         let total = 8 * 250
         let answered = NIOLockedValueBox(0)
@@ -219,17 +179,17 @@ struct GettingATokenTests {
         }
         #expect(allAnswered)
         #expect(answered.value == total)
-        #expect(client.maxInFlight == 1)
+        #expect(service.maxInFlight == 1)
     }
 
     @Test("TOK-5: a failed refresh keeps the good token, served as stale once older than tokenRefreshDelaySec")
     func TOK5_failedRefreshKeepsGoodToken() throws {
-        let harness = Harness(script: [.success], then: .fail(FakeTokenServiceClient.outage))
+        let harness = Harness(script: [.success], then: .fail(ScriptedTokenFetcher.outage))
         harness.scheduler.runUntilIdle()
         harness.advance(to: 299.999)
         #expect(harness.provider.cachedToken()?.stale == false)
         harness.advance(to: 300.001)
-        #expect(harness.client.callTimes == seconds(0, 300))
+        #expect(harness.service.callTimes == seconds(0, 300))
         let cached = try #require(harness.provider.cachedToken())
         #expect(cached.token.value == "token-1")
         #expect(cached.stale)
@@ -240,7 +200,7 @@ struct GettingATokenTests {
 
         harness.advance(to: 3600)
         #expect(harness.provider.getToken()?.value == "token-1")
-        #expect(harness.client.callCount > 100)
+        #expect(harness.service.callCount > 100)
     }
 
     @Test("TOK-6: every callback is called exactly once, whatever the outcome")
@@ -261,14 +221,13 @@ struct GettingATokenTests {
     }
 
     @Test("TOK-6: a callback that throws is reported and the provider goes on")
-    func TOK6_throwingCallbackDoesNotStopProvider() async {
+    func TOK6_throwingCallbackDoesNotStopProvider() {
         struct CustomerBug: Error {}
         let harness = Harness(latency: .seconds(1))
-        var events = EventReader(harness.provider)
         harness.provider.onTokenReady { _, _ in throw CustomerBug() }
         harness.advance(to: 1)
-        let seen = await events.next(2)
-        guard case .tokenUpdated = seen[0], case .callbackFailed(let message) = seen[1] else {
+        let seen = harness.events.all
+        guard seen.count == 2, case .tokenUpdated = seen[0], case .callbackFailed(let message) = seen[1] else {
             Issue.record("expected tokenUpdated then callbackFailed, got \(seen)")
             return
         }
@@ -279,15 +238,15 @@ struct GettingATokenTests {
         harness.provider.onTokenReady(after.callback)
         harness.advance(to: 302)
         #expect(after.tokens == ["token-1"])
-        #expect(harness.client.callTimes == seconds(0, 301))
+        #expect(harness.service.callTimes == seconds(0, 301))
         #expect(harness.provider.getToken()?.value == "token-2")
     }
 
     @Test("TOK-6: a slow callback does not stall the provider or other callbacks")
     func TOK6_slowCallbackDoesNotStall() async {
-        let client = GatedTokenServiceClient()
-        client.open()
-        let provider = WAFTokenProvider(configuration: .test(), client: client)
+        let service = GatedTokenFetcher()
+        service.open()
+        let provider = WAFTokenProvider(configuration: .test(), fetcher: service)
         defer { provider.shutdown() }
         let (slowStarted, othersServed, successes) = await onOwnThread {
             let release = DispatchSemaphore(value: 0)

@@ -32,7 +32,7 @@ struct LifecycleTests {
         harness.advance(to: 100)
         harness.setLifecycle(.background)
         harness.advance(to: 1000)
-        #expect(harness.client.callTimes == seconds(0))
+        #expect(harness.service.callTimes == seconds(0))
         let refresh = harness.provider.status().refresh
         #expect(refresh.held)
         #expect(refresh.nextAt == harness.scheduler.wallClockOrigin.addingTimeInterval(300))
@@ -42,16 +42,16 @@ struct LifecycleTests {
         android.advance(to: 100)
         android.setLifecycle(.background)
         android.advance(to: 1000)
-        #expect(android.client.callTimes == seconds(0, 300, 600, 900))
+        #expect(android.service.callTimes == seconds(0, 300, 600, 900))
     }
 
     @Test("LIFE-2: retries stop while inactive, and a fetch in flight is abandoned without counting as a failure")
     func LIFE2_retriesAndFetchInFlightHeld() {
-        let retrying = Harness(then: .fail(FakeTokenServiceClient.outage))
+        let retrying = Harness(then: .fail(ScriptedTokenFetcher.outage))
         retrying.advance(to: 0.5)
         retrying.setLifecycle(.closed)
         retrying.advance(to: 100)
-        #expect(retrying.client.callTimes == seconds(0, 0.1, 0.3))
+        #expect(retrying.service.callTimes == seconds(0, 0.1, 0.3))
 
         let slow = Harness(latency: .seconds(10))
         slow.advance(to: 5)
@@ -64,14 +64,13 @@ struct LifecycleTests {
         #expect(!status.refresh.inFlight)
         slow.setLifecycle(.foreground)
         slow.advance(to: 60)
-        #expect(slow.client.callTimes == seconds(0, 50))
+        #expect(slow.service.callTimes == seconds(0, 50))
         #expect(slow.provider.getToken()?.value == "token-1")
     }
 
     @Test("LIFE-3: inactive for longer than tokenRefreshDelaySec pauses background refresh and the token reads stale")
-    func LIFE3_pausedAfterLongInactivity() async {
+    func LIFE3_pausedAfterLongInactivity() {
         let harness = Harness()
-        var events = EventReader(harness.provider)
         harness.advance(to: 290)
         harness.setLifecycle(.background)
         harness.advance(to: 590)
@@ -83,11 +82,7 @@ struct LifecycleTests {
         #expect(status.token?.stale == true)
         #expect(harness.provider.cachedToken()?.stale == true)
 
-        let seen = await events.next(4)
-        let lifecycles = seen.compactMap { event -> WAFProviderStatus.Lifecycle? in
-            if case .lifecycleChanged(let lifecycle) = event { lifecycle } else { nil }
-        }
-        #expect(lifecycles.map(\.paused) == [false, true])
+        #expect(harness.events.lifecycles.map(\.paused) == [false, true])
     }
 
     @Test("LIFE-4: back from a pause, the provider refreshes at once")
@@ -97,10 +92,10 @@ struct LifecycleTests {
         harness.setLifecycle(.background)
         harness.advance(to: 450)
         harness.setLifecycle(.foreground)
-        #expect(harness.client.callTimes == seconds(0, 450))
+        #expect(harness.service.callTimes == seconds(0, 450))
         #expect(!harness.provider.status().lifecycle.paused)
         harness.advance(to: 750)
-        #expect(harness.client.callTimes == seconds(0, 450, 750))
+        #expect(harness.service.callTimes == seconds(0, 450, 750))
     }
 
     @Test("LIFE-4: back with a refresh that fell due while inactive, the provider refreshes at once")
@@ -111,7 +106,7 @@ struct LifecycleTests {
         harness.advance(to: 350)
         #expect(!harness.provider.status().lifecycle.paused)
         harness.setLifecycle(.foreground)
-        #expect(harness.client.callTimes == seconds(0, 350))
+        #expect(harness.service.callTimes == seconds(0, 350))
     }
 
     @Test("LIFE-4: back before the next refresh is due, the held schedule simply continues")
@@ -121,9 +116,9 @@ struct LifecycleTests {
         harness.setLifecycle(.background)
         harness.advance(to: 200)
         harness.setLifecycle(.foreground)
-        #expect(harness.client.callTimes == seconds(0))
+        #expect(harness.service.callTimes == seconds(0))
         harness.advance(to: 300)
-        #expect(harness.client.callTimes == seconds(0, 300))
+        #expect(harness.service.callTimes == seconds(0, 300))
     }
 
     @Test("LIFE-5: onTokenReady is served in any state; getToken right after return may give the old token")
@@ -136,7 +131,7 @@ struct LifecycleTests {
         harness.provider.onTokenReady(inBackground.callback)
         harness.advance(to: 501)
         #expect(inBackground.tokens == ["token-2"])
-        #expect(harness.client.callTimes == seconds(0, 500))
+        #expect(harness.service.callTimes == seconds(0, 500))
         #expect(harness.provider.status().lifecycle.paused == false, "a token fetched while inactive is fresh until it ages")
 
         harness.setLifecycle(.closed)
@@ -148,6 +143,48 @@ struct LifecycleTests {
         harness.provider.onTokenReady(onReturn.callback)
         harness.advance(to: 1001)
         #expect(onReturn.tokens == ["token-3"])
-        #expect(harness.client.callTimes == seconds(0, 500, 1000))
+        #expect(harness.service.callTimes == seconds(0, 500, 1000))
+    }
+}
+
+@Suite("App lifecycle: returns with retries pending")
+struct LifecycleReturnTests {
+    @Test("LIFE-4: back from a pause with a retry pending for an explicit request, the refresh starts at once")
+    func LIFE4_pauseReturnWithRetryPending() {
+        let harness = Harness(script: [.success, .fail(ScriptedTokenFetcher.outage)])
+        harness.advance(to: 10)
+        harness.setLifecycle(.background)
+        harness.advance(to: 400)
+        #expect(harness.provider.status().lifecycle.paused)
+        let recorder = CallbackRecorder(scheduler: harness.scheduler)
+        harness.provider.onTokenReady(recorder.callback)
+        harness.scheduler.runUntilIdle()
+        #expect(harness.service.callTimes == seconds(0, 400))
+        harness.advance(to: 400.05)
+        harness.setLifecycle(.foreground)
+        #expect(harness.service.callTimes == seconds(0, 400, 400.05), "at once, not at the pending 400.1")
+        harness.scheduler.runUntilIdle()
+        #expect(recorder.tokens == ["token-2"])
+        harness.advance(to: 700.1)
+        #expect(harness.service.callTimes == seconds(0, 400, 400.05, 700.05))
+    }
+
+    @Test("LIFE-4: back before a pause with a retry pending, the pending wait simply runs")
+    func LIFE4_returnWithRetryPendingKeepsTheWait() {
+        let harness = Harness(script: [.success, .fail(ScriptedTokenFetcher.outage)])
+        harness.advance(to: 10)
+        harness.setLifecycle(.background)
+        harness.advance(to: 100)
+        let recorder = CallbackRecorder(scheduler: harness.scheduler)
+        harness.provider.onTokenReady(recorder.callback)
+        harness.provider.refreshToken(recorder.callback)
+        harness.scheduler.runUntilIdle()
+        #expect(harness.service.callTimes == seconds(0, 100))
+        harness.advance(to: 100.05)
+        harness.setLifecycle(.foreground)
+        #expect(harness.service.callTimes == seconds(0, 100))
+        harness.advance(to: 100.1)
+        #expect(harness.service.callTimes == seconds(0, 100, 100.1))
+        #expect(recorder.tokens == ["token-1", "token-2"])
     }
 }

@@ -25,7 +25,7 @@ struct ObjectTests {
 
     @Test("OBJ-3: the provider offers getToken, onTokenReady, loadTokenIntoProvider and storeTokenInCookieStorage")
     func OBJ3_providerOperations() throws {
-        let harness = Harness(.test(), script: failures(1), then: .fail(FakeTokenServiceClient.outage))
+        let harness = Harness(.test(), script: failures(1), then: .fail(ScriptedTokenFetcher.outage))
         harness.provider.loadTokenIntoProvider("seeded-elsewhere")
         harness.scheduler.runUntilIdle()
         #expect(harness.provider.getToken()?.value == "seeded-elsewhere")
@@ -46,7 +46,7 @@ struct ObjectTests {
         let goodRecorder = CallbackRecorder()
         good.provider.onTokenReady(goodRecorder.callback)
         good.scheduler.runUntilIdle()
-        let bad = Harness(.test(maxRetryCount: 0), then: .fail(FakeTokenServiceClient.outage))
+        let bad = Harness(.test(maxRetryCount: 0), then: .fail(ScriptedTokenFetcher.outage))
         let badRecorder = CallbackRecorder()
         bad.provider.onTokenReady(badRecorder.callback)
         bad.scheduler.runUntilIdle()

@@ -201,7 +201,7 @@ struct SystemdTests {
         #expect(ours.count >= 3, "entries: \(entries.count), stderr: \(result.stderr)")
         let fetched = try #require(ours.first { $0["MESSAGE"] == .string("token fetched") })
         #expect(fetched["PRIORITY"] == .string("6"))
-        #expect(fetched["CODE_FILE"]?.string?.hasSuffix("ProviderMachine.swift") == true)
+        #expect(fetched["CODE_FILE"]?.string?.hasSuffix("ProviderDriver.swift") == true)
         #expect(fetched["CODE_LINE"]?.string.flatMap { Int($0) } != nil)
         #expect(fetched["CODE_FUNC"]?.string?.isEmpty == false)
         #expect(fetched["TOKEN_FINGERPRINT"]?.string?.count == 8)

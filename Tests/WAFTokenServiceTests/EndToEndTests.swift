@@ -5,13 +5,13 @@ import Testing
 import WAFChallenge
 import WAFLocalTokenService
 import WAFTokenCore
-import WAFTokenServiceClient
+import WAFTokenServiceHTTP
 import WAFTestSupport
 
 /// A provider with the real HTTP client, against a real `waf-token-service` process.
 struct Fixture {
     let service: ServiceProcess
-    let client: HTTPTokenServiceClient
+    let client: HTTPTokenFetcher
     let provider: WAFTokenProvider
     let configuration: WAFConfiguration
 
@@ -20,11 +20,11 @@ struct Fixture {
         maxRetryCount: Int? = nil, maxErrorDelayMsec: Int = 50, timeout: Duration = .seconds(2)
     ) throws {
         service = try ServiceProcess(arguments)
-        client = try HTTPTokenServiceClient(settings: .init(timeout: timeout))
+        client = try HTTPTokenFetcher(settings: .init(timeout: timeout))
         configuration = try WAFConfiguration(
             applicationIntegrationUrl: service.url, domainName: domain, backgroundRefreshEnabled: backgroundRefresh,
             maxErrorTokenRefreshDelayMsec: maxErrorDelayMsec, maxRetryCount: maxRetryCount)
-        provider = WAFTokenProvider(configuration: configuration, client: client, options: .init(jitter: false))
+        provider = WAFTokenProvider(configuration: configuration, fetcher: client, options: .init(jitter: false))
     }
 
     func stop() async {
@@ -204,7 +204,7 @@ struct EndToEndTests {
 
     @Test("an unreachable service is networkUnavailable")
     func unreachable() async throws {
-        let client = try HTTPTokenServiceClient(settings: .init(timeout: .seconds(2)))
+        let client = try HTTPTokenFetcher(settings: .init(timeout: .seconds(2)))
         let configuration = try WAFConfiguration(applicationIntegrationUrl: "http://127.0.0.1:1/aaaaaaaaaaaa/bbbbbbbbbbbb/", domainName: "127.0.0.1")
         await expectSdkError("networkUnavailable") {
             try await client.fetchToken(WAFTokenFetchRequest(configuration: configuration, existingToken: nil))
@@ -239,13 +239,13 @@ struct EndToEndTests {
         let configuration = try WAFConfiguration(applicationIntegrationUrl: service.url, domainName: "127.0.0.1")
         let request = WAFTokenFetchRequest(configuration: configuration, existingToken: nil)
 
-        let trusting = try HTTPTokenServiceClient(settings: .init(caFile: certificates.authority))
+        let trusting = try HTTPTokenFetcher(settings: .init(caFile: certificates.authority))
         let token = try await trusting.fetchToken(request)
         #expect(VerifyOutcome.isUsableToken(token))
 
-        let systemTrustOnly = try HTTPTokenServiceClient(settings: .init(timeout: .seconds(2)))
+        let systemTrustOnly = try HTTPTokenFetcher(settings: .init(timeout: .seconds(2)))
         await expectSdkError("errorInvokingGetChallengeEndpoint") { try await systemTrustOnly.fetchToken(request) }
-        #expect(throws: (any Error).self) { try HTTPTokenServiceClient(settings: .init(caFile: "/nonexistent/ca.pem")) }
+        #expect(throws: (any Error).self) { try HTTPTokenFetcher(settings: .init(caFile: "/nonexistent/ca.pem")) }
 
         try await trusting.shutdown()
         try await systemTrustOnly.shutdown()

@@ -59,7 +59,7 @@ public enum ConfigurationLoader {
         for key in WAFConfigurationKey.allCases {
             switch chain.raw(key.rawValue, list: false) {
             case .success((.text(let text), let origin)?):
-                settings[key.rawValue] = typed(text, for: key)
+                settings[key.rawValue] = .text(text)
                 origins[key.rawValue] = origin
             case .success:
                 break
@@ -150,17 +150,5 @@ public enum ConfigurationLoader {
     /// "alice, 1000,bob" → alice, 1000, bob (user and group names hold no whitespace).
     static func splitList(_ text: String) -> [String] {
         text.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }.filter { !$0.isEmpty }
-    }
-
-    /// Text as the type its key expects, so that an error shows a number as a number.
-    private static func typed(_ raw: String, for key: WAFConfigurationKey) -> WAFSettingValue {
-        switch key {
-        case .backgroundRefreshEnabled, .setTokenCookie:
-            raw == "true" ? .bool(true) : raw == "false" ? .bool(false) : .string(raw)
-        case .maxErrorTokenRefreshDelayMsec, .maxRetryCount, .tokenRefreshDelaySec:
-            Int(raw).map(WAFSettingValue.int) ?? .string(raw)
-        case .applicationIntegrationUrl, .domainName, .tokenCookiePath:
-            .string(raw)
-        }
     }
 }

@@ -79,7 +79,7 @@ public struct DaemonConfiguration: Sendable {
 
     private static func render(_ value: WAFSettingValue) -> String {
         switch value {
-        case .string(let text): text
+        case .string(let text), .text(let text): text
         case .int(let number): String(number)
         case .bool(let flag): String(flag)
         case .double(let number): String(number)

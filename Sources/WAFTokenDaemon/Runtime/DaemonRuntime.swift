@@ -3,7 +3,7 @@ import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
 import WAFTokenCore
-import WAFTokenServiceClient
+import WAFTokenServiceHTTP
 
 #if canImport(Glibc)
 import Glibc
@@ -30,7 +30,7 @@ final class DaemonRuntime: Sendable {
     let sources: ConfigurationSources
     let logger: Logger
     let provider: WAFTokenProvider
-    let client: ReloadableTokenServiceClient
+    let client: ReloadableTokenFetcher
     let api: APIContext
     let server: SocketServer
     let metrics: DaemonMetrics
@@ -49,9 +49,9 @@ final class DaemonRuntime: Sendable {
         let stateStore = configuration.stateDirectory.map(StateStore.init(directory:))
         let restored = try stateStore?.load(for: configuration.provider, logger: logger)
         if let restored { logger.info("restored the saved token", metadata: ["token.fingerprint": "\(WAFToken.fingerprint(of: restored.value))"]) }
-        client = ReloadableTokenServiceClient(try Self.makeClient(configuration, logger: logger))
+        client = ReloadableTokenFetcher(try Self.makeClient(configuration, logger: logger))
         provider = WAFTokenProvider(
-            configuration: configuration.provider, client: client, scheduler: DispatchScheduler(label: "waf-tokend.provider"),
+            configuration: configuration.provider, fetcher: client, scheduler: DispatchScheduler(label: "waf-tokend.provider"),
             options: WAFTokenProviderOptions(
                 lifecycleProfile: configuration.lifecyclePlatform, jitter: configuration.refreshJitter,
                 cookieSecure: configuration.cookieSecure, restoredToken: restored, logger: logger))
@@ -132,7 +132,7 @@ final class DaemonRuntime: Sendable {
             persist(token)
         case .refreshFailed:
             metrics.countFetch(success: false)
-        case .lifecycleChanged, .refreshHeld, .callbackFailed:
+        case .lifecycleChanged, .refreshHeld, .callbackFailed, .tokenDropped:
             break
         }
         reportStatus()
@@ -245,9 +245,9 @@ final class DaemonRuntime: Sendable {
 
     // MARK: Building blocks
 
-    static func makeClient(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonFailure) -> HTTPTokenServiceClient {
+    static func makeClient(_ configuration: DaemonConfiguration, logger: Logger) throws(DaemonFailure) -> HTTPTokenFetcher {
         do {
-            return try HTTPTokenServiceClient(
+            return try HTTPTokenFetcher(
                 settings: .init(
                     client: configuration.tokenServiceClient, timeout: .seconds(configuration.tokenServiceTimeoutSeconds),
                     caFile: configuration.tokenServiceCAFile),

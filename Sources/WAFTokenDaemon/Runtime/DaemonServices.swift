@@ -130,7 +130,7 @@ struct WatchdogService: Service {
             }
             if due == true {
                 runtime.logger.warning("debug switch: wedging the provider's state queue")
-                provider._wedgeStateQueueForTesting()
+                provider.ping { DispatchSemaphore(value: 0).wait() }
             }
         }
         try? await gracefulShutdown()

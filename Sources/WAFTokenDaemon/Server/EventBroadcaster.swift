@@ -93,7 +93,7 @@ final class EventBroadcaster: Sendable {
             frame("lifecycle", LifecycleBody(lifecycle))
         case .refreshFailed(let error, let failures, let next):
             frame("error", ErrorEvent(error: error.name, message: error.description, consecutiveFailures: failures, nextAttemptAt: next.map(APIResponse.timeStyle.format)))
-        case .refreshHeld, .callbackFailed:
+        case .refreshHeld, .callbackFailed, .tokenDropped:
             nil
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
@@ -12,14 +13,16 @@ extension WAFConfiguration {
         maxRetryCount: Int? = nil,
         setTokenCookie: Bool = true,
         tokenCookiePath: String = "/",
-        tokenRefreshDelaySec: Int = 300
+        tokenRefreshDelaySec: Int? = nil,
+        ranges: WAFRangeProfile = .seed,
+        domainName: String = "example.com"
     ) -> WAFConfiguration {
         try! WAFConfiguration(
             applicationIntegrationUrl: "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/",
-            domainName: "example.com", backgroundRefreshEnabled: backgroundRefreshEnabled,
+            domainName: domainName, backgroundRefreshEnabled: backgroundRefreshEnabled,
             maxErrorTokenRefreshDelayMsec: maxErrorTokenRefreshDelayMsec, maxRetryCount: maxRetryCount,
             setTokenCookie: setTokenCookie, tokenCookiePath: tokenCookiePath,
-            tokenRefreshDelaySec: tokenRefreshDelaySec)
+            tokenRefreshDelaySec: tokenRefreshDelaySec, ranges: ranges)
     }
 }
 
@@ -27,27 +30,37 @@ extension WAFConfiguration {
 /// that every wait is exact.
 struct Harness {
     let scheduler: VirtualScheduler
-    let client: FakeTokenServiceClient
+    let service: ScriptedTokenFetcher
     let provider: WAFTokenProvider
+    /// What the provider asked to store, in order.
+    let persisted: Recorder<WAFTokenRecord>
+    /// What the provider announced, in order, recorded as it happened.
+    let events: Recorder<WAFProviderEvent>
 
     init(
         _ configuration: WAFConfiguration = .test(),
-        script: [FakeTokenServiceClient.Step] = [],
-        then fallback: FakeTokenServiceClient.Step = .success,
+        script: [ScriptedTokenFetcher.Step] = [],
+        then fallback: ScriptedTokenFetcher.Step = .success,
         latency: Duration = .zero,
         profile: WAFLifecycleProfile = .ios,
         jitter: Bool = false,
         randomUnit: @escaping @Sendable () -> Double = { 1 },
         cookieSecure: Bool = false,
-        restoredToken: WAFTokenProviderOptions.RestoredToken? = nil
+        restoredToken: WAFTokenProviderOptions.RestoredToken? = nil,
+        wallClockOrigin: Date = Date(timeIntervalSince1970: 1_700_000_000)
     ) {
-        scheduler = VirtualScheduler()
-        client = FakeTokenServiceClient(scheduler: scheduler, script: script, then: fallback, latency: latency)
+        scheduler = VirtualScheduler(wallClockOrigin: wallClockOrigin)
+        service = ScriptedTokenFetcher(scheduler: scheduler, script: script, then: fallback, latency: latency)
+        let persisted = Recorder<WAFTokenRecord>()
+        self.persisted = persisted
         provider = WAFTokenProvider(
-            configuration: configuration, client: client, scheduler: scheduler,
+            configuration: configuration, fetcher: service, scheduler: scheduler,
             options: WAFTokenProviderOptions(
                 lifecycleProfile: profile, jitter: jitter, randomUnit: randomUnit, cookieSecure: cookieSecure,
-                restoredToken: restoredToken))
+                restoredToken: restoredToken, persist: { persisted.append($0) }, logger: .quiet))
+        let events = Recorder<WAFProviderEvent>()
+        self.events = events
+        provider.observe { events.append($0) }
     }
 
     /// Virtual time since the origin.
@@ -66,7 +79,7 @@ struct Harness {
 }
 
 /// Failing steps, `count` of them.
-func failures(_ count: Int, _ error: SdkError = FakeTokenServiceClient.outage) -> [FakeTokenServiceClient.Step] {
+func failures(_ count: Int, _ error: SdkError = ScriptedTokenFetcher.outage) -> [ScriptedTokenFetcher.Step] {
     Array(repeating: .fail(error), count: count)
 }
 
@@ -104,23 +117,41 @@ final class CallbackRecorder: Sendable {
     var errorNames: [String?] { all.map { $0.error?.name } }
 }
 
-/// Reads provider events in order. In virtual time the stream is fed while the test drives the
-/// scheduler, so after driving it the events are buffered and `next` returns without waiting.
-struct EventReader {
-    private var iterator: AsyncStream<WAFProviderEvent>.Iterator
+/// Values appended from any thread (the provider's state context), read by the test. Nothing waits:
+/// in virtual time everything has happened once the test has driven the scheduler.
+final class Recorder<Value: Sendable>: Sendable {
+    private let values = NIOLockedValueBox<[Value]>([])
 
-    init(_ provider: WAFTokenProvider) {
-        iterator = provider.events(bufferingPolicy: .unbounded).makeAsyncIterator()
+    func append(_ value: Value) {
+        values.withLockedValue { $0.append(value) }
     }
 
-    mutating func next(_ count: Int) async -> [WAFProviderEvent] {
-        var events: [WAFProviderEvent] = []
-        while events.count < count, let event = await iterator.next() { events.append(event) }
-        return events
+    var all: [Value] { values.withLockedValue { $0 } }
+    var count: Int { all.count }
+}
+
+extension Recorder where Value == WAFProviderEvent {
+    /// The lifecycle announcements, in order.
+    var lifecycles: [WAFProviderStatus.Lifecycle] {
+        all.compactMap { event in
+            if case .lifecycleChanged(let lifecycle) = event { lifecycle } else { nil }
+        }
+    }
+
+    /// The values of the tokens announced, in order.
+    var tokens: [String] {
+        all.compactMap { event in
+            if case .tokenUpdated(let token, _) = event { token.value } else { nil }
+        }
     }
 }
 
 extension NIOLockedValueBox {
     /// The value now, for assertions.
     var value: Value { withLockedValue { $0 } }
+}
+
+extension Logger {
+    /// The provider's log is not what these tests check, and would bury their output.
+    static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 }

@@ -12,9 +12,9 @@ public struct WAFTokenFetchRequest: Sendable {
 
 /// The provider's only way to the token service.
 ///
-/// The implementation makes one attempt (challenge, solve, verify) and either returns the token's
+/// An implementation makes one attempt (challenge, solve, verify) and either returns the token's
 /// value or throws the `SdkError` that says what failed; retrying is the provider's job. It should
-/// stop early when its task is cancelled (shutdown, lifecycle pause).
-public protocol WAFTokenServiceClient: Sendable {
+/// stop early when its task is cancelled (shutdown, the app going inactive).
+public protocol WAFTokenFetcher: Sendable {
     func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String
 }

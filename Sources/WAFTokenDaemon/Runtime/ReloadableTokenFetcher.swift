@@ -1,6 +1,6 @@
 import NIOConcurrencyHelpers
 import WAFTokenCore
-import WAFTokenServiceClient
+import WAFTokenServiceHTTP
 
 /// The provider's token-service client, replaceable on reload (a new CA file, timeout or client
 /// name). A replaced client finishes the fetch it may have in flight and is shut down at exit.
@@ -8,24 +8,24 @@ import WAFTokenServiceClient
 /// At exit, fetches still on their way out (cancelled by the provider's shutdown, but not yet
 /// unwound) are waited for before the HTTP clients' event loops go: a request that reached
 /// AsyncHTTPClient after that would schedule work on a loop that no longer runs.
-final class ReloadableTokenServiceClient: WAFTokenServiceClient {
+final class ReloadableTokenFetcher: WAFTokenFetcher {
     private struct State {
-        var current: HTTPTokenServiceClient
-        var retired: [HTTPTokenServiceClient] = []
+        var current: HTTPTokenFetcher
+        var retired: [HTTPTokenFetcher] = []
         var inFlight = 0
         var closed = false
     }
 
     private let state: NIOLockedValueBox<State>
 
-    init(_ client: HTTPTokenServiceClient) {
+    init(_ client: HTTPTokenFetcher) {
         state = NIOLockedValueBox(State(current: client))
     }
 
-    var current: HTTPTokenServiceClient { state.withLockedValue { $0.current } }
+    var current: HTTPTokenFetcher { state.withLockedValue { $0.current } }
 
     func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String {
-        let client = state.withLockedValue { state -> HTTPTokenServiceClient? in
+        let client = state.withLockedValue { state -> HTTPTokenFetcher? in
             guard !state.closed else { return nil }
             state.inFlight += 1
             return state.current
@@ -35,7 +35,7 @@ final class ReloadableTokenServiceClient: WAFTokenServiceClient {
         return try await client.fetchToken(request)
     }
 
-    func replace(with client: HTTPTokenServiceClient) {
+    func replace(with client: HTTPTokenFetcher) {
         state.withLockedValue { state in
             state.retired.append(state.current)
             state.current = client

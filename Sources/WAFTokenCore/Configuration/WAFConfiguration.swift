@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The token provider's settings (OBJ-2, CFG-1…9), validated once when built.
+/// The token provider's settings (OBJ-2, CFG-1…10), validated once when built.
 ///
 /// An instance is always valid: the initialisers refuse anything out of range with a
 /// `WAFConfigurationError` naming key, value and what is allowed, and never clamp.
@@ -17,9 +17,9 @@ public struct WAFConfiguration: Sendable, Hashable {
     public let setTokenCookie: Bool
     public let tokenCookiePath: String
     public let tokenRefreshDelaySec: Int
+    public let ranges: WAFRangeProfile
 
     public static let defaultMaxErrorTokenRefreshDelayMsec = 5000
-    public static let defaultTokenRefreshDelaySec = 300
     public static let defaultTokenCookiePath = "/"
 
     /// The default of `maxRetryCount` (CFG-5) depends on background refresh.
@@ -27,6 +27,7 @@ public struct WAFConfiguration: Sendable, Hashable {
         backgroundRefreshEnabled ? 5 : 3
     }
 
+    /// `tokenRefreshDelaySec` defaults to the profile's default (CFG-8, CFG-10).
     public init(
         applicationIntegrationUrl: String,
         domainName: String,
@@ -35,24 +36,21 @@ public struct WAFConfiguration: Sendable, Hashable {
         maxRetryCount: Int? = nil,
         setTokenCookie: Bool = true,
         tokenCookiePath: String = defaultTokenCookiePath,
-        tokenRefreshDelaySec: Int = defaultTokenRefreshDelaySec
+        tokenRefreshDelaySec: Int? = nil,
+        ranges: WAFRangeProfile = .seed
     ) throws(WAFConfigurationError) {
-        var validator = WAFConfigurationValidator()
-        let url = validator.applicationIntegrationUrl(.string(applicationIntegrationUrl))
-        let domain = validator.domainName(.string(domainName))
-        validator.range(.maxErrorTokenRefreshDelayMsec, maxErrorTokenRefreshDelayMsec)
-        if let maxRetryCount { validator.range(.maxRetryCount, maxRetryCount) }
-        let cookiePath = validator.tokenCookiePath(.string(tokenCookiePath))
-        validator.range(.tokenRefreshDelaySec, tokenRefreshDelaySec)
-        try validator.finish()
-
-        self.init(
-            checkedURL: url!, domainName: domain!, backgroundRefreshEnabled: backgroundRefreshEnabled,
-            maxErrorTokenRefreshDelayMsec: maxErrorTokenRefreshDelayMsec,
-            maxRetryCount: maxRetryCount
-                ?? Self.defaultMaxRetryCount(backgroundRefreshEnabled: backgroundRefreshEnabled),
-            setTokenCookie: setTokenCookie, tokenCookiePath: cookiePath!,
-            tokenRefreshDelaySec: tokenRefreshDelaySec)
+        var settings: [String: WAFSettingValue] = [
+            WAFConfigurationKey.applicationIntegrationUrl.rawValue: .string(applicationIntegrationUrl),
+            WAFConfigurationKey.domainName.rawValue: .string(domainName),
+            WAFConfigurationKey.backgroundRefreshEnabled.rawValue: .bool(backgroundRefreshEnabled),
+            WAFConfigurationKey.maxErrorTokenRefreshDelayMsec.rawValue: .int(maxErrorTokenRefreshDelayMsec),
+            WAFConfigurationKey.setTokenCookie.rawValue: .bool(setTokenCookie),
+            WAFConfigurationKey.tokenCookiePath.rawValue: .string(tokenCookiePath),
+            WAFConfigurationKey.ranges.rawValue: .string(ranges.rawValue),
+        ]
+        settings[WAFConfigurationKey.maxRetryCount.rawValue] = maxRetryCount.map(WAFSettingValue.int)
+        settings[WAFConfigurationKey.tokenRefreshDelaySec.rawValue] = tokenRefreshDelaySec.map(WAFSettingValue.int)
+        try self.init(settings: settings)
     }
 
     public init(
@@ -63,19 +61,20 @@ public struct WAFConfiguration: Sendable, Hashable {
         maxRetryCount: Int? = nil,
         setTokenCookie: Bool = true,
         tokenCookiePath: String = defaultTokenCookiePath,
-        tokenRefreshDelaySec: Int = defaultTokenRefreshDelaySec
+        tokenRefreshDelaySec: Int? = nil,
+        ranges: WAFRangeProfile = .seed
     ) throws(WAFConfigurationError) {
         try self.init(
             applicationIntegrationUrl: applicationIntegrationUrl.absoluteString, domainName: domainName,
             backgroundRefreshEnabled: backgroundRefreshEnabled,
             maxErrorTokenRefreshDelayMsec: maxErrorTokenRefreshDelayMsec, maxRetryCount: maxRetryCount,
             setTokenCookie: setTokenCookie, tokenCookiePath: tokenCookiePath,
-            tokenRefreshDelaySec: tokenRefreshDelaySec)
+            tokenRefreshDelaySec: tokenRefreshDelaySec, ranges: ranges)
     }
 
-    /// Builds a configuration from loosely typed settings (a YAML file, environment variables,
-    /// command-line options), keyed by the SDK's names. Wrong types, unknown keys, missing required
-    /// keys and out-of-range values are all reported together.
+    /// Builds a configuration from settings as sources give them (a YAML file, environment
+    /// variables, command-line options), keyed by the SDK's names. Wrong types, unknown keys,
+    /// missing required keys and out-of-range values are all reported together (CFG-9).
     public init(settings: [String: WAFSettingValue]) throws(WAFConfigurationError) {
         var validator = WAFConfigurationValidator()
         for key in settings.keys.sorted() where WAFConfigurationKey(rawValue: key) == nil {
@@ -85,43 +84,32 @@ public struct WAFConfiguration: Sendable, Hashable {
         }
         func value(_ key: WAFConfigurationKey) -> WAFSettingValue? { settings[key.rawValue] }
 
+        // The profile first: it decides the other keys' ranges and a default.
+        let ranges = value(.ranges).map { validator.rangeProfile($0) } ?? .seed
+        validator.profile = ranges ?? .seed
         let url = validator.required(.applicationIntegrationUrl, value(.applicationIntegrationUrl))
             .flatMap { validator.applicationIntegrationUrl($0) }
-        let domain = validator.required(.domainName, value(.domainName))
-            .flatMap { validator.domainName($0) }
-        let background = value(.backgroundRefreshEnabled)
-            .map { validator.bool(.backgroundRefreshEnabled, $0) } ?? true
-        let maxError = value(.maxErrorTokenRefreshDelayMsec)
-            .map { validator.int(.maxErrorTokenRefreshDelayMsec, $0) }
+        let domain = validator.required(.domainName, value(.domainName)).flatMap { validator.domainName($0) }
+        let background = value(.backgroundRefreshEnabled).map { validator.bool(.backgroundRefreshEnabled, $0) } ?? true
+        let maxError = value(.maxErrorTokenRefreshDelayMsec).map { validator.int(.maxErrorTokenRefreshDelayMsec, $0) }
             ?? Self.defaultMaxErrorTokenRefreshDelayMsec
         let maxRetry = value(.maxRetryCount).map { validator.int(.maxRetryCount, $0) }
             ?? Self.defaultMaxRetryCount(backgroundRefreshEnabled: background ?? true)
         let setCookie = value(.setTokenCookie).map { validator.bool(.setTokenCookie, $0) } ?? true
-        let cookiePath = value(.tokenCookiePath).map { validator.tokenCookiePath($0) }
-            ?? Self.defaultTokenCookiePath
+        let cookiePath = value(.tokenCookiePath).map { validator.tokenCookiePath($0) } ?? Self.defaultTokenCookiePath
         let refreshDelay = value(.tokenRefreshDelaySec).map { validator.int(.tokenRefreshDelaySec, $0) }
-            ?? Self.defaultTokenRefreshDelaySec
+            ?? validator.profile.defaultTokenRefreshDelaySec
         try validator.finish()
 
-        self.init(
-            checkedURL: url!, domainName: domain!, backgroundRefreshEnabled: background!,
-            maxErrorTokenRefreshDelayMsec: maxError!, maxRetryCount: maxRetry!,
-            setTokenCookie: setCookie!, tokenCookiePath: cookiePath!, tokenRefreshDelaySec: refreshDelay!)
-    }
-
-    private init(
-        checkedURL: URL, domainName: String, backgroundRefreshEnabled: Bool,
-        maxErrorTokenRefreshDelayMsec: Int, maxRetryCount: Int, setTokenCookie: Bool,
-        tokenCookiePath: String, tokenRefreshDelaySec: Int
-    ) {
-        self.applicationIntegrationUrl = checkedURL
-        self.domainName = domainName
-        self.backgroundRefreshEnabled = backgroundRefreshEnabled
-        self.maxErrorTokenRefreshDelayMsec = maxErrorTokenRefreshDelayMsec
-        self.maxRetryCount = maxRetryCount
-        self.setTokenCookie = setTokenCookie
-        self.tokenCookiePath = tokenCookiePath
-        self.tokenRefreshDelaySec = tokenRefreshDelaySec
+        applicationIntegrationUrl = url!
+        domainName = domain!
+        backgroundRefreshEnabled = background!
+        maxErrorTokenRefreshDelayMsec = maxError!
+        maxRetryCount = maxRetry!
+        setTokenCookie = setCookie!
+        tokenCookiePath = cookiePath!
+        tokenRefreshDelaySec = refreshDelay!
+        self.ranges = ranges!
     }
 }
 
@@ -132,10 +120,15 @@ extension WAFConfiguration {
         return text.hasSuffix("/") ? String(text.dropLast()) : text
     }
 
+    /// Whom a token from this configuration belongs to: web ACL and domain.
+    public var identity: WAFTokenIdentity {
+        WAFTokenIdentity(tokenServiceBaseURL: tokenServiceBaseURL, domainName: domainName)
+    }
+
     public var tokenRefreshDelay: Duration { .seconds(tokenRefreshDelaySec) }
     public var maxErrorTokenRefreshDelay: Duration { .milliseconds(maxErrorTokenRefreshDelayMsec) }
 
-    /// The settings as loosely typed values, e.g. to print an effective configuration.
+    /// The settings as typed values, e.g. to print an effective configuration.
     public var settings: [String: WAFSettingValue] {
         [
             WAFConfigurationKey.applicationIntegrationUrl.rawValue: .string(applicationIntegrationUrl.absoluteString),
@@ -146,6 +139,7 @@ extension WAFConfiguration {
             WAFConfigurationKey.setTokenCookie.rawValue: .bool(setTokenCookie),
             WAFConfigurationKey.tokenCookiePath.rawValue: .string(tokenCookiePath),
             WAFConfigurationKey.tokenRefreshDelaySec.rawValue: .int(tokenRefreshDelaySec),
+            WAFConfigurationKey.ranges.rawValue: .string(ranges.rawValue),
         ]
     }
 }

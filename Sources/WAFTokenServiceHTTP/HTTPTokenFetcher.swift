@@ -21,7 +21,7 @@ import Foundation
 /// The provider's client to an AWS WAF token service (or the local one), on AsyncHTTPClient:
 /// `GET …/inputs`, solve, `POST …/verify` (TOKEN-SERVICE-PROTOCOL.md). One call is one attempt;
 /// the provider's retry rules decide what follows a failure.
-public final class HTTPTokenServiceClient: WAFTokenServiceClient {
+public final class HTTPTokenFetcher: WAFTokenFetcher {
     public struct Settings: Sendable {
         /// The `client` sent to the service: `ios`, `android` or `browser`; it picks nonce formats.
         public var client: String

@@ -12,16 +12,19 @@ public struct WAFTokenProviderOptions: Sendable {
     public var lifecycleProfile: WAFLifecycleProfile
     /// Random shortening of the periodic and error-phase waits (RET-7); backoff stays exact.
     public var jitter: Bool
-    /// A number in 0…1 for each jittered wait; injectable so that tests pin the extremes.
+    /// A number in 0…1 for each event; injectable so that tests pin the extremes.
     public var randomUnit: @Sendable () -> Double
     /// Mark the token cookie `Secure` (COOK-3).
     public var cookieSecure: Bool
     /// A token from an earlier run, loaded before the first fetch: fresh, it is served at once
-    /// and refreshed on schedule; stale, it is served as stale and refreshed at once.
+    /// and refreshed on schedule; stale or of untrusted age (TOK-8), it is refreshed at once.
     public var restoredToken: RestoredToken?
+    /// Called, in order, on the provider's state context whenever the token to be stored for an
+    /// identity changes (the daemon's state file and sinks). Must not block.
+    public var persist: (@Sendable (WAFTokenRecord) -> Void)?
     public var logger: Logger
 
-    public struct RestoredToken: Sendable {
+    public struct RestoredToken: Sendable, Hashable {
         public var value: String
         public var fetchedAt: Date
 
@@ -37,6 +40,7 @@ public struct WAFTokenProviderOptions: Sendable {
         randomUnit: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
         cookieSecure: Bool = false,
         restoredToken: RestoredToken? = nil,
+        persist: (@Sendable (WAFTokenRecord) -> Void)? = nil,
         logger: Logger = Logger(label: "waf-token-provider")
     ) {
         self.lifecycleProfile = lifecycleProfile
@@ -44,6 +48,7 @@ public struct WAFTokenProviderOptions: Sendable {
         self.randomUnit = randomUnit
         self.cookieSecure = cookieSecure
         self.restoredToken = restoredToken
+        self.persist = persist
         self.logger = logger
     }
 }

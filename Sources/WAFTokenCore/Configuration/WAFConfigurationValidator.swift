@@ -1,39 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
 
-/// A setting as a configuration source gives it, before it is checked against its key's type.
-public enum WAFSettingValue: Sendable, Hashable, CustomStringConvertible {
-    case string(String)
-    case int(Int)
-    case bool(Bool)
-    case double(Double)
-
-    /// The value for an error message: strings quoted, so that an empty or blank value shows.
-    public var rendered: String {
-        switch self {
-        case .string(let text): text.debugDescription
-        case .int(let number): String(number)
-        case .bool(let flag): String(flag)
-        case .double(let number): String(number)
-        }
-    }
-
-    public var description: String { rendered }
-}
-
 /// Collects every problem of a configuration instead of stopping at the first (CFG-9).
 struct WAFConfigurationValidator {
     private(set) var issues: [WAFConfigurationIssue] = []
+    /// The range profile the integer keys are checked against (CFG-10).
+    var profile = WAFRangeProfile.seed
 
     mutating func issue(key: String, value: String?, problem: String, allowed: String) {
         issues.append(WAFConfigurationIssue(key: key, value: value, problem: problem, allowed: allowed))
     }
 
     private mutating func refuse<T>(_ key: WAFConfigurationKey, _ value: WAFSettingValue?, _ problem: String) -> T? {
-        issue(key: key.rawValue, value: value?.rendered, problem: problem, allowed: key.allowed)
+        issue(key: key.rawValue, value: value?.rendered, problem: problem, allowed: key.allowed(in: profile))
         return nil
     }
 
@@ -49,9 +35,9 @@ struct WAFConfigurationValidator {
     mutating func bool(_ key: WAFConfigurationKey, _ value: WAFSettingValue) -> Bool? {
         switch value {
         case .bool(let flag): return flag
-        case .string(let text) where text.lowercased() == "true": return true
-        case .string(let text) where text.lowercased() == "false": return false
-        default: return refuse(key, value, "is not a boolean")
+        case .text(let text) where text.lowercased() == "true": return true
+        case .text(let text) where text.lowercased() == "false": return false
+        default: return refuse(key, value, "is \(value.kind), not a boolean")
         }
     }
 
@@ -59,25 +45,40 @@ struct WAFConfigurationValidator {
         let number: Int?
         switch value {
         case .int(let whole): number = whole
-        case .string(let text): number = Int(text.trimmedOfWhitespace)
+        case .text(let text): number = Int(text.trimmedOfWhitespace)
         case .double(let real) where real.rounded() == real && abs(real) < 1e15: number = Int(real)
-        default: number = nil
+        case .double: return refuse(key, value, "is not a whole number")
+        case .string, .bool: return refuse(key, value, "is \(value.kind), not an integer")
         }
         guard let number else { return refuse(key, value, "is not an integer") }
-        return range(key, number, given: value)
-    }
-
-    @discardableResult
-    mutating func range(_ key: WAFConfigurationKey, _ number: Int, given: WAFSettingValue? = nil) -> Int? {
-        guard let allowed = key.integerRange, allowed.contains(number) else {
-            return refuse(key, given ?? .int(number), "is out of range")
+        guard let allowed = profile.range(of: key), allowed.contains(number) else {
+            return refuse(key, value, outOfRange(key, number))
         }
         return number
     }
 
+    /// "is out of range", naming the profile when the profiles differ for `key` (CFG-10).
+    private func outOfRange(_ key: WAFConfigurationKey, _ number: Int) -> String {
+        let ranges = Set(WAFRangeProfile.allCases.map { $0.range(of: key) })
+        guard ranges.count > 1 else { return "is out of range" }
+        let others = profile.others(accepting: number, for: key).map { "ranges: \($0.rawValue)" }
+        let hint = others.isEmpty ? "" : "; \(others.joined(separator: " or ")) would accept it"
+        return "is out of range for ranges: \(profile.rawValue)\(hint)"
+    }
+
     mutating func string(_ key: WAFConfigurationKey, _ value: WAFSettingValue) -> String? {
-        guard case .string(let text) = value else { return refuse(key, value, "is not a string") }
-        return text
+        switch value {
+        case .string(let text), .text(let text): return text
+        default: return refuse(key, value, "is \(value.kind), not a string")
+        }
+    }
+
+    // MARK: CFG-10
+
+    mutating func rangeProfile(_ value: WAFSettingValue) -> WAFRangeProfile? {
+        guard let text = string(.ranges, value) else { return nil }
+        guard let profile = WAFRangeProfile(rawValue: text) else { return refuse(.ranges, value, "is not a range profile") }
+        return profile
     }
 
     // MARK: CFG-1
@@ -126,6 +127,9 @@ struct WAFConfigurationValidator {
         guard let text = string(key, value) else { return nil }
         let domain = text.lowercased()
         if domain.isEmpty { return refuse(key, value, "is empty") }
+        // An IP literal is a host, and the only way to name one in a cookie (the demo's 127.0.0.1).
+        if Self.ipv4Octets(domain) != nil { return domain }
+        if let address = Self.ipv6Literal(domain) { return address }
         if domain.contains("://") { return refuse(key, value, "has a scheme") }
         if domain.contains("/") { return refuse(key, value, "has a path") }
         if domain.contains("?") || domain.contains("#") { return refuse(key, value, "has a query") }
@@ -134,8 +138,6 @@ struct WAFConfigurationValidator {
         if !domain.allSatisfy(\.isASCII) {
             return refuse(key, value, "is not ASCII (give an internationalised name in its xn-- form)")
         }
-        // An IPv4 literal is a host, and the only way to name one in a cookie (the demo's 127.0.0.1).
-        if Self.ipv4Octets(domain) != nil { return domain }
         if domain.utf8.count > 253 { return refuse(key, value, "is longer than 253 characters") }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         for label in labels {
@@ -148,6 +150,22 @@ struct WAFConfigurationValidator {
             return refuse(key, value, "is a public suffix by the Public Suffix List")
         }
         return domain
+    }
+
+    /// An IPv6 address, bare or in brackets, in its canonical text form; nil if it is none.
+    static func ipv6Literal(_ text: String) -> String? {
+        let bare = text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
+        guard bare.contains(":"), bare.utf8.count <= 45 else { return nil }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, bare, &address) == 1 else { return nil }
+        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Whether `host` is an IP address, which a cookie can only name on its own (host-only).
+    static func isIPLiteral(_ host: String) -> Bool {
+        ipv4Octets(host) != nil || ipv6Literal(host) != nil
     }
 
     // MARK: CFG-7

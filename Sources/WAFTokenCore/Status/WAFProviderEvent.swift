@@ -16,6 +16,8 @@ public enum WAFTokenOrigin: String, Sendable, Hashable {
 public enum WAFProviderEvent: Sendable {
     /// A new token is cached (or, with background refresh disabled, was handed out).
     case tokenUpdated(WAFToken, origin: WAFTokenOrigin)
+    /// The token was dropped: the identity changed (SIDECAR.md, Reload).
+    case tokenDropped
     /// The lifecycle state changed, or background refresh was paused (LIFE-3).
     case lifecycleChanged(WAFProviderStatus.Lifecycle)
     /// A fetch attempt failed; `nextAttemptAt` is nil when the provider gave up (RET-4).

@@ -1,4 +1,4 @@
-/// The waits of the retry rules, as functions of the configuration.
+/// The waits of the retry rules, as functions of the configuration and one random draw.
 struct RetrySchedule {
     static let initialBackoff: Duration = .milliseconds(100)
     /// RET-7: jitter may shorten the periodic refresh to 0.9 × its delay …
@@ -8,7 +8,7 @@ struct RetrySchedule {
 
     let configuration: WAFConfiguration
     let jitter: Bool
-    let randomUnit: @Sendable () -> Double
+    let randomUnit: Double
 
     /// RET-1: retry `n` (1…) waits min(100 ms × 2^(n−1), maxErrorTokenRefreshDelayMsec). Exact.
     func backoff(retry n: Int) -> Duration {
@@ -31,7 +31,7 @@ struct RetrySchedule {
     /// A wait in [floor × maximum, maximum]: jitter only ever shortens (RET-7).
     private func jittered(_ maximum: Duration, floor: Double) -> Duration {
         guard jitter else { return maximum }
-        let unit = min(1, max(0, randomUnit()))
+        let unit = randomUnit.isNaN ? 1 : min(1, max(0, randomUnit))
         return maximum.scaled(by: floor + (1 - floor) * unit)
     }
 }

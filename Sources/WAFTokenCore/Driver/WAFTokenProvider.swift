@@ -14,14 +14,15 @@ public typealias WAFTokenResultCallback = @Sendable (WAFToken?, SdkError?) -> Vo
 /// on (TOK-6).
 public typealias WAFThrowingTokenResultCallback = @Sendable (WAFToken?, SdkError?) throws -> Void
 
-/// The AWS WAF token provider (OBJ-3), with the behaviour of PROVIDER-RULES.md.
+/// The AWS WAF token provider (OBJ-3), with the behaviour of the rules in `docs/rules.md`.
 ///
-/// State lives on the scheduler's serial state context. `getToken()` with background refresh reads
-/// a published snapshot and never waits for that context, so the hot path costs one lock.
+/// Decisions are `ProviderMachine`'s; a driver performs them on the scheduler's serial state
+/// context. `getToken()` with background refresh reads a published snapshot and never waits for
+/// that context, so the hot path costs one lock. Dropping the last reference stops the provider.
 public final class WAFTokenProvider: Sendable {
     /// The SDK's cookie manager for this provider's token (COOK-1…4).
     public let cookieManager: WAFCookieManager
-    private let machine: ProviderMachine
+    private let driver: ProviderDriver
     private let scheduler: any WAFScheduler
     private let observerIDs = NIOLockedValueBox<UInt64>(0)
 
@@ -29,29 +30,39 @@ public final class WAFTokenProvider: Sendable {
     /// (TOK-1).
     public init(
         configuration: WAFConfiguration,
-        client: any WAFTokenServiceClient,
+        fetcher: any WAFTokenFetcher,
         scheduler: any WAFScheduler = DispatchScheduler(),
         options: WAFTokenProviderOptions = WAFTokenProviderOptions()
     ) {
         self.scheduler = scheduler
-        machine = ProviderMachine(configuration: configuration, client: client, scheduler: scheduler, options: options)
-        cookieManager = machine.cookieManager
-        scheduler.execute { [machine] in machine.start(restoredToken: options.restoredToken) }
+        let settings = ProviderMachine.Settings(
+            configuration: configuration, profile: options.lifecycleProfile, jitter: options.jitter, cookieSecure: options.cookieSecure)
+        driver = ProviderDriver(settings: settings, fetcher: fetcher, scheduler: scheduler, options: options)
+        cookieManager = driver.cookieManager
+        scheduler.execute { [driver] in driver.send(.start(restored: options.restoredToken)) }
+    }
+
+    deinit {
+        scheduler.execute { [driver] in
+            driver.send(.stop)
+            driver.finishObservers()
+        }
     }
 
     /// The configuration in force (it changes only through `reconfigure`).
-    public var configuration: WAFConfiguration { machine.published.withLockedValue { $0.configuration } }
+    public var configuration: WAFConfiguration { snapshot.configuration }
+
+    private var snapshot: ProviderSnapshot { driver.published.withLockedValue { $0 } }
 
     // MARK: The SDK's calls
 
     /// TOK-1: with background refresh, the cached token (nil before the first one), no I/O.
     /// TOK-2: without, a blocking fetch of a new token; after `maxRetryCount` retries the previous
-    /// token or nil (RET-4). Use `token()` from async code.
+    /// token or nil (RET-4). Never call it on the provider's own scheduler; use `token()` from
+    /// async code.
     public func getToken() -> WAFToken? {
-        let published = machine.published.withLockedValue { $0 }
-        guard !published.configuration.backgroundRefreshEnabled, !published.isShutDown else {
-            return published.token
-        }
+        let snapshot = snapshot
+        guard !snapshot.configuration.backgroundRefreshEnabled, !snapshot.stopped else { return snapshot.token }
         let done = DispatchSemaphore(value: 0)
         let result = NIOLockedValueBox<WAFToken?>(nil)
         getToken { token in
@@ -64,12 +75,12 @@ public final class WAFTokenProvider: Sendable {
 
     /// `getToken()` without blocking: the completion runs on a background thread.
     public func getToken(completion: @escaping @Sendable (WAFToken?) -> Void) {
-        let published = machine.published.withLockedValue { $0 }
-        if published.configuration.backgroundRefreshEnabled {
-            scheduler.deliver { completion(published.token) }
+        let snapshot = snapshot
+        if snapshot.configuration.backgroundRefreshEnabled {
+            scheduler.deliver { completion(snapshot.token) }
             return
         }
-        scheduler.execute { [machine] in machine.requestOnDemand(completion) }
+        scheduler.execute { [driver] in driver.request(.onDemand, .onDemand(completion)) }
     }
 
     /// `getToken()` for async code.
@@ -82,7 +93,7 @@ public final class WAFTokenProvider: Sendable {
     /// TOK-3: the callback gets an active token on a background thread, at once if the cached one
     /// is fresh; or `allRetriesFailed` after `maxRetryCount` retries (RET-3).
     public func onTokenReady(_ callback: @escaping WAFTokenResultCallback) {
-        scheduler.execute { [machine] in machine.requestReady(force: false, callback) }
+        scheduler.execute { [driver] in driver.request(.ready(force: false), .result(callback)) }
     }
 
     /// `onTokenReady` with a callback that may throw: the error is logged as the SDK does
@@ -100,7 +111,7 @@ public final class WAFTokenProvider: Sendable {
     /// RET-8: get a new token now even if the cached one is fresh ("this token was refused"),
     /// joining a fetch in flight; answered like `onTokenReady`. The cached token stays meanwhile.
     public func refreshToken(_ callback: @escaping WAFTokenResultCallback) {
-        scheduler.execute { [machine] in machine.requestReady(force: true, callback) }
+        scheduler.execute { [driver] in driver.request(.ready(force: true), .result(callback)) }
     }
 
     /// `refreshToken` for async code.
@@ -108,10 +119,10 @@ public final class WAFTokenProvider: Sendable {
         try await awaitResult { self.refreshToken($0) }
     }
 
-    /// Seeds the cache with a token obtained elsewhere (OBJ-3), fetched at `fetchedAt`.
+    /// Seeds the cache with a token obtained elsewhere (OBJ-3), fetched at `fetchedAt` (now when
+    /// nil). An untrustworthy time makes it stale at once (TOK-8).
     public func loadTokenIntoProvider(_ value: String, fetchedAt: Date? = nil) {
-        let fetchedAt = fetchedAt ?? scheduler.wallClockNow
-        scheduler.execute { [machine] in machine.load(value: value, fetchedAt: fetchedAt) }
+        scheduler.execute { [driver] in driver.send(.load(value, fetchedAt: fetchedAt)) }
     }
 
     /// Writes `token`'s cookie to the cookie manager (a no-op with `setTokenCookie` false).
@@ -121,20 +132,14 @@ public final class WAFTokenProvider: Sendable {
 
     // MARK: What the daemon needs
 
-    /// The cached token with its age and staleness, read without the state queue.
+    /// The cached token with its age and staleness (TOK-7), read without the state context.
     public func cachedToken() -> (token: WAFToken, age: Duration, stale: Bool)? {
-        let published = machine.published.withLockedValue { $0 }
-        guard let token = published.token else { return nil }
-        let age = token.age(at: scheduler.now)
-        return (token, age, published.paused || age >= published.configuration.tokenRefreshDelay)
+        snapshot.cachedToken(at: scheduler.now)
     }
 
     /// The app moved to `state` (LIFE rules). `completion` runs once the change is applied.
     public func setLifecycle(_ state: WAFLifecycleState, completion: (@Sendable () -> Void)? = nil) {
-        scheduler.execute { [machine] in
-            machine.setLifecycle(state)
-            completion?()
-        }
+        updateLifecycle({ _ in state }) { _ in completion?() }
     }
 
     /// Moves the app to the state `transform` picks from the current one, in one step, so that
@@ -143,32 +148,26 @@ public final class WAFTokenProvider: Sendable {
         _ transform: @escaping @Sendable (WAFLifecycleState) -> WAFLifecycleState,
         completion: (@Sendable (WAFProviderStatus.Lifecycle) -> Void)? = nil
     ) {
-        scheduler.execute { [machine] in
-            let lifecycle = machine.updateLifecycle(transform)
-            completion?(lifecycle)
+        scheduler.execute { [driver] in
+            driver.send(.lifecycle(transform(driver.lifecycle)))
+            completion?(driver.status().lifecycle)
         }
     }
 
-    /// A consistent snapshot, taken on the state queue.
+    /// A consistent snapshot, taken on the state context.
     public func status() -> WAFProviderStatus {
-        scheduler.executeAndWait { [machine] in machine.status() }
+        scheduler.executeAndWait { [driver] in driver.status() }
     }
 
-    /// A consistent snapshot, delivered from the state queue without blocking the caller.
+    /// A consistent snapshot, delivered from the state context without blocking the caller.
     public func status(_ completion: @escaping @Sendable (WAFProviderStatus) -> Void) {
-        scheduler.execute { [machine] in completion(machine.status()) }
+        scheduler.execute { [driver] in completion(driver.status()) }
     }
 
-    /// Runs `completion` after a round trip through the state queue: the watchdog's proof that the
-    /// provider still answers.
+    /// Runs `completion` after a round trip through the state context: the watchdog's proof that
+    /// the provider still answers.
     public func ping(_ completion: @escaping @Sendable () -> Void) {
         scheduler.execute(completion)
-    }
-
-    /// For tests only: blocks the state queue for good, as a wedged provider would, so that a test
-    /// can prove that the watchdog then stops. The daemon calls it only under a debug switch.
-    public func _wedgeStateQueueForTesting() {
-        scheduler.execute { DispatchSemaphore(value: 0).wait() }
     }
 
     /// Events from now on, in order. Changes submitted after this call are all seen.
@@ -176,42 +175,56 @@ public final class WAFTokenProvider: Sendable {
         bufferingPolicy: AsyncStream<WAFProviderEvent>.Continuation.BufferingPolicy = .bufferingNewest(256)
     ) -> AsyncStream<WAFProviderEvent> {
         let (stream, continuation) = AsyncStream.makeStream(of: WAFProviderEvent.self, bufferingPolicy: bufferingPolicy)
+        let id = observe({ continuation.yield($0) }, finished: { continuation.finish() })
+        continuation.onTermination = { [weak self] _ in self?.stopObserving(id) }
+        return stream
+    }
+
+    /// Calls `handler` with every event from now on, in order, on the state context (it must not
+    /// block); `finished` once the provider stops. Returns the id for `stopObserving`.
+    @discardableResult
+    public func observe(
+        _ handler: @escaping @Sendable (WAFProviderEvent) -> Void, finished: @escaping @Sendable () -> Void = {}
+    ) -> UInt64 {
         let id = observerIDs.withLockedValue { last in
             last += 1
             return last
         }
-        let observer = ProviderMachine.Observer(
-            yield: { continuation.yield($0) }, finish: { continuation.finish() })
-        continuation.onTermination = { [scheduler, machine] _ in
-            scheduler.execute { machine.removeObserver(id: id) }
-        }
-        scheduler.execute { [machine] in machine.addObserver(id: id, observer) }
-        return stream
+        scheduler.execute { [driver] in driver.addObserver(id: id, .init(yield: handler, finish: finished)) }
+        return id
     }
 
-    /// Applies a new configuration (the daemon's reload); see `ProviderMachine.reconfigure`.
+    public func stopObserving(_ id: UInt64) {
+        scheduler.execute { [driver] in driver.removeObserver(id: id) }
+    }
+
+    /// Applies new settings (the daemon's reload; SIDECAR.md, Reload).
     public func reconfigure(
         _ configuration: WAFConfiguration, lifecycleProfile: WAFLifecycleProfile, jitter: Bool, cookieSecure: Bool
     ) {
-        scheduler.execute { [machine] in
-            machine.reconfigure(configuration, profile: lifecycleProfile, jitter: jitter, cookieSecure: cookieSecure)
-        }
+        let settings = ProviderMachine.Settings(configuration: configuration, profile: lifecycleProfile, jitter: jitter, cookieSecure: cookieSecure)
+        scheduler.execute { [driver] in driver.send(.reconfigure(settings)) }
     }
 
     /// Stops timers and the fetch in flight, answers every waiter, ends event streams. Returns once
     /// done; idempotent.
     public func shutdown() {
-        scheduler.executeAndWait { [machine] in machine.shutdown() }
+        scheduler.executeAndWait { [driver] in
+            driver.send(.stop)
+            driver.finishObservers()
+        }
     }
 
     // MARK: Helpers
 
     private func containing(_ callback: @escaping WAFThrowingTokenResultCallback) -> WAFTokenResultCallback {
-        { [scheduler, machine] token, error in
+        let report = WeakDriver(driver)
+        return { [scheduler] token, error in
             do {
                 try callback(token, error)
             } catch {
-                scheduler.execute { machine.callbackThrew(error) }
+                let description = String(describing: error)
+                scheduler.execute { report.driver?.send(.callbackFailed(description)) }
             }
         }
     }
@@ -229,5 +242,14 @@ public final class WAFTokenProvider: Sendable {
             }
         }
         return try result.get()
+    }
+}
+
+/// A callback must not keep a dropped provider alive.
+private struct WeakDriver: Sendable {
+    weak var driver: ProviderDriver?
+
+    init(_ driver: ProviderDriver) {
+        self.driver = driver
     }
 }

@@ -4,7 +4,7 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-tsan bench-pow bench-socket
+.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-fleet mutants
 
 deps:
 	@scripts/install-deps.sh
@@ -47,3 +47,13 @@ bench-pow: deps
 # GET /v1/token over the socket with h2load, beside a C epoll responder; RSS; idle wake-ups.
 bench-socket: deps
 	Benchmarks/socket-bench.sh
+
+# 10,000 provider machines on one virtual clock: the token service's load per second when a fleet
+# starts together, restarts together, and outlives a ten-minute outage; with and without jitter.
+bench-fleet: deps
+	$(SWIFT) run -c release waf-fleet-sim
+
+# Seeds single-point bugs into the provider core, one at a time, and shows that the core's tests
+# fail on each within a time limit (a package of its own in .build-mutants/).
+mutants: deps
+	scripts/mutants.py

@@ -22,6 +22,7 @@ let package = Package(
         .executable(name: "waf-tokenctl", targets: ["waf-tokenctl"]),
         .executable(name: "waf-token-service", targets: ["waf-token-service"]),
         .executable(name: "waf-pow-bench", targets: ["waf-pow-bench"]),
+        .executable(name: "waf-fleet-sim", targets: ["waf-fleet-sim"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
@@ -188,6 +189,14 @@ let package = Package(
             name: "waf-pow-bench",
             dependencies: ["WAFChallenge"],
             path: "Benchmarks/waf-pow-bench",
+            swiftSettings: strict
+        ),
+
+        // 10,000 provider machines on one virtual clock: what a fleet asks of the token service.
+        .executableTarget(
+            name: "waf-fleet-sim",
+            dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"],
+            path: "Benchmarks/waf-fleet-sim",
             swiftSettings: strict
         ),
 

@@ -19,6 +19,8 @@ struct GettingATokenTests {
         harness.advance(to: 1000)
         #expect(harness.service.callTimes == seconds(0, 302, 604, 906))
         #expect(harness.provider.getToken()?.value == "token-4")
+        // Each refresh hands the token service the token it renews (existing_token).
+        #expect(harness.service.calls.map(\.existingToken) == [nil, "token-1", "token-2", "token-3"])
 
         // getToken() reads the cache: no fetch, however often it is called.
         for _ in 0..<100 { _ = harness.provider.getToken() }
@@ -40,10 +42,17 @@ struct GettingATokenTests {
         #expect(second.fetchedAtMonotonic.sinceOrigin == .seconds(2))
         #expect(harness.service.callTimes == seconds(0, 1))
 
+        // What was handed out is remembered for RET-4, and reads stale once older than the delay:
+        // no refresh falls due without background refresh.
+        harness.advance(to: 302)
+        #expect(harness.provider.cachedToken()?.stale == false)
+        harness.advance(to: 302.001)
+        #expect(harness.provider.cachedToken()?.stale == true)
+
         // The non-blocking form has the same meaning.
         let recorded = NIOLockedValueBox<[String?]>([])
         harness.provider.getToken { token in recorded.withLockedValue { $0.append(token?.value) } }
-        harness.advance(to: 3)
+        harness.advance(to: 303.001)
         #expect(recorded.withLockedValue { $0 } == ["token-3"])
     }
 

@@ -26,6 +26,28 @@ struct LoadingTests {
         #expect(harness.provider.cachedToken()?.stale == false)
     }
 
+    @Test("TOK-8: a restored token older than tokenRefreshDelaySec is stale at once, refreshed at once; one exactly that old is not stale")
+    func TOK8_restoredTokenAgeBoundary() {
+        let old = Harness(latency: .seconds(1), restoredToken: .init(value: "old", fetchedAt: Self.origin.addingTimeInterval(-301)))
+        old.scheduler.runUntilIdle()
+        #expect(old.service.callTimes == seconds(0))
+        #expect(old.provider.cachedToken()?.stale == true, "loaded as stale, not fresh while its refresh runs")
+        let edge = Harness(latency: .seconds(1), restoredToken: .init(value: "edge", fetchedAt: Self.origin.addingTimeInterval(-300)))
+        edge.scheduler.runUntilIdle()
+        #expect(edge.service.callTimes == seconds(0), "due at once")
+        #expect(edge.provider.cachedToken()?.stale == false, "no older than tokenRefreshDelaySec, its refresh in its first attempt")
+    }
+
+    @Test("TOK-8: a wall clock centuries off neither trusts a token nor traps")
+    func TOK8_absurdWallClock() {
+        let harness = Harness(
+            latency: .seconds(1), restoredToken: .init(value: "restored", fetchedAt: Date(timeIntervalSince1970: 1_700_000_000)),
+            wallClockOrigin: Date(timeIntervalSince1970: 1e11))
+        harness.scheduler.runUntilIdle()
+        #expect(harness.provider.cachedToken()?.stale == true)
+        #expect(harness.service.callTimes == seconds(0))
+    }
+
     @Test("TOK-8: 2020-01-01 is trusted, one second before it is not")
     func TOK8_the2020Boundary() {
         let now = Date(timeIntervalSince1970: 1_577_836_860)  // 2020-01-01T00:01:00Z

@@ -13,13 +13,13 @@ enum FetchTime {
     /// 2020-01-01T00:00:00Z: AWS WAF tokens did not exist before.
     static let earliest = Date(timeIntervalSince1970: 1_577_836_800)
 
-    /// The token's age at `wallNow`, or nil when `fetchedAt` is not to be trusted.
+    /// The token's age at `wallNow`, or nil when `fetchedAt` is not to be trusted. NaN compares
+    /// false, so a date that is no date fails every check.
     static func trustedAge(of fetchedAt: Date, at wallNow: Date) -> Duration? {
-        let seconds = fetchedAt.timeIntervalSince1970
-        guard seconds.isFinite, fetchedAt >= earliest, fetchedAt <= wallNow else { return nil }
         let age = wallNow.timeIntervalSince(fetchedAt)
-        // Bounded by the checks above (now minus 2020); the guard keeps it so if `now` is absurd.
-        guard age.isFinite, age >= 0, age < 1e9 else { return nil }
+        // Not in the future; and under 30 years, which also keeps the conversion below in range
+        // when the wall clock itself is absurd.
+        guard fetchedAt >= earliest, age >= 0, age < 1e9 else { return nil }
         return .nanoseconds(Int64((age * 1e9).rounded(.down)))
     }
 }

@@ -31,8 +31,8 @@ extension ProviderMachine {
         if wasPaused {
             failuresInSequence = 0
             beginAttempt()
-        } else if heldSince != nil || next == nil {
-            beginAttempt()
+        } else if next == nil {
+            beginAttempt()  // held (a hold drops the pending wait), or nothing was scheduled
         }
     }
 

@@ -7,6 +7,14 @@ let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error)
 ]
 
+let nio: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOHTTP1", package: "swift-nio"),
+    .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+]
+let logging: Target.Dependency = .product(name: "Logging", package: "swift-log")
+
 let package = Package(
     name: "waf-tokend",
     platforms: [.macOS(.v15)],
@@ -17,12 +25,13 @@ let package = Package(
         .library(name: "WAFTokenServiceHTTP", targets: ["WAFTokenServiceHTTP"]),
         .library(name: "WAFLocalTokenService", targets: ["WAFLocalTokenService"]),
         .library(name: "WAFTokenDaemon", targets: ["WAFTokenDaemon"]),
-        .library(name: "WAFTokenClient", targets: ["WAFTokenClient"]),
+        .library(name: "WAFDaemonClient", targets: ["WAFDaemonClient"]),
         .executable(name: "waf-tokend", targets: ["waf-tokend"]),
         .executable(name: "waf-tokenctl", targets: ["waf-tokenctl"]),
         .executable(name: "waf-token-service", targets: ["waf-token-service"]),
         .executable(name: "waf-pow-bench", targets: ["waf-pow-bench"]),
         .executable(name: "waf-fleet-sim", targets: ["waf-fleet-sim"]),
+        .executable(name: "waf-tokend-wedge", targets: ["waf-tokend-wedge"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-crypto.git", "3.0.0"..<"5.0.0"),
@@ -31,222 +40,149 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.34.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: ["YAML"]),
-        .package(url: "https://github.com/jpsim/Yams.git", "5.4.0"..<"7.0.0"),
+        // No traits: its YAML trait brings Yams, and with it Foundation and ICU (about 45 MB of a
+        // static binary); the file is read through libyaml instead (WAFTokenDaemon/Configuration/YAML).
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.7.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.8.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
-        // Public Suffix List through Debian's libpsl (libpsl-dev, publicsuffix).
-        .systemLibrary(
-            name: "CLibPSL",
-            pkgConfig: "libpsl",
-            providers: [.apt(["libpsl-dev", "publicsuffix"])]
-        ),
+        // C libraries from Debian: the Public Suffix List (CFG-2), systemd's sd_notify, watchdog,
+        // socket activation and journal, and libyaml for the configuration file.
+        .systemLibrary(name: "CLibPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
+        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
 
-        // sd_notify, the watchdog, socket activation and the journal, from Debian's libsystemd-dev.
-        .systemLibrary(
-            name: "CSystemd",
-            pkgConfig: "libsystemd",
-            providers: [.apt(["libsystemd-dev"])]
-        ),
-
-        // The SDK core: configuration, token, provider, retry and lifecycle rules, cookies.
-        // No I/O of its own: the token service and time come in through protocols.
+        // The SDK core: configuration, token, the provider's decisions (a pure state machine) and
+        // their Dispatch-driven driver, cookies. No I/O of its own.
         .target(
             name: "WAFTokenCore",
             dependencies: [
-                "CLibPSL",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
+                "CLibPSL", logging, .product(name: "Crypto", package: "swift-crypto"),
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex
                 // on Linux, whose lock lives in the uninstrumented standard library.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            swiftSettings: strict
-        ),
-
-        // Virtual time for the core, beside the library (like ServiceLifecycleTestKit).
+            swiftSettings: strict),
+        // Virtual time, a scripted token service and model checking for the core (like
+        // ServiceLifecycleTestKit beside ServiceLifecycle).
         .target(
             name: "WAFTokenCoreTestKit",
-            dependencies: [
-                "WAFTokenCore",
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: strict
-        ),
+            dependencies: ["WAFTokenCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: strict),
 
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
         .target(
             name: "WAFChallenge",
-            dependencies: [
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
-            ],
-            swiftSettings: strict
-        ),
-
-        // The provider's client to a real (or the local) token service, on AsyncHTTPClient.
+            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            swiftSettings: strict),
+        // The provider's fetcher over HTTP, to a real or the local token service, on AsyncHTTPClient.
         .target(
             name: "WAFTokenServiceHTTP",
             dependencies: [
-                "WAFTokenCore", "WAFChallenge",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
+                "WAFTokenCore", "WAFChallenge", logging, .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-
+            ] + nio,
+            swiftSettings: strict),
         // The local token service: challenges, verify, tokens, a WAF-like protected resource,
         // fault injection and counters.
         .target(
             name: "WAFLocalTokenService",
-            dependencies: [
-                "WAFChallenge",
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
+            dependencies: ["WAFChallenge", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOSSL", package: "swift-nio-ssl")] + nio,
+            swiftSettings: strict),
 
-        .executableTarget(
-            name: "waf-token-service",
-            dependencies: [
-                "WAFLocalTokenService",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
-        ),
-
-        // The sidecar: configuration, the socket API, signals, sinks, state, demo mode.
+        // The sidecar: configuration, the socket API, services, reload, storage.
         .target(
             name: "WAFTokenDaemon",
             dependencies: [
-                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFChallenge",
+                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "CYAML", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Yams", package: "Yams"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: strict
-        ),
+            ] + nio,
+            swiftSettings: strict),
+        // waf-tokend as a systemd service: sd_notify, the watchdog, socket activation, journald.
+        .target(name: "WAFSystemd", dependencies: ["CSystemd", "WAFTokenDaemon", logging], swiftSettings: strict),
 
         // A Swift client of the daemon's socket API, with the SDK's shape; and waf-tokenctl on it.
         .target(
-            name: "WAFTokenClient",
-            dependencies: [
-                "WAFChallenge",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-            ],
-            swiftSettings: strict
-        ),
+            name: "WAFDaemonClient",
+            dependencies: ["WAFChallenge", .product(name: "AsyncHTTPClient", package: "async-http-client")] + nio,
+            swiftSettings: strict),
         .target(
             name: "WAFTokenCtl",
-            dependencies: [
-                "WAFTokenClient", "WAFChallenge",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-            ],
-            swiftSettings: strict
-        ),
+            dependencies: ["WAFDaemonClient", "WAFChallenge", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
 
-        // waf-tokend as a systemd service: the daemon's notifier, socket activation, journald logging.
-        .target(
-            name: "WAFSystemd",
-            dependencies: [
-                "CSystemd", "WAFTokenDaemon",
-                .product(name: "Logging", package: "swift-log"),
-            ],
-            swiftSettings: strict
-        ),
-
-        .executableTarget(name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd"], swiftSettings: strict),
+        // Thin executables.
+        .executableTarget(
+            name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFLocalTokenService", logging], swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
-
-        // Proof-of-work speed against Python's hashlib (OpenSSL), measured in the same run.
         .executableTarget(
-            name: "waf-pow-bench",
-            dependencies: ["WAFChallenge"],
-            path: "Benchmarks/waf-pow-bench",
-            swiftSettings: strict
-        ),
+            name: "waf-token-service",
+            dependencies: ["WAFLocalTokenService", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            swiftSettings: strict),
 
-        // 10,000 provider machines on one virtual clock: what a fleet asks of the token service.
+        // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time.
+        .executableTarget(name: "waf-pow-bench", dependencies: ["WAFChallenge"], path: "Benchmarks/waf-pow-bench", swiftSettings: strict),
         .executableTarget(
-            name: "waf-fleet-sim",
-            dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"],
-            path: "Benchmarks/waf-fleet-sim",
-            swiftSettings: strict
-        ),
+            name: "waf-fleet-sim", dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"], path: "Benchmarks/waf-fleet-sim", swiftSettings: strict),
 
-        .testTarget(
-            name: "WAFTokenCoreTests",
-            dependencies: [
-                "WAFTokenCore", "WAFTokenCoreTestKit",
-                .product(name: "Logging", package: "swift-log"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: strict
-        ),
-        // What the test targets share: real child processes of our executables, certificates, raw sockets.
+        // What the test targets share: child processes of our executables, certificates, raw
+        // sockets, a daemon in front of a local token service.
         .target(
             name: "WAFTestSupport",
-            dependencies: [
-                "WAFLocalTokenService", "WAFTokenClient",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
-            path: "Tests/WAFTestSupport",
-            swiftSettings: strict
-        ),
+            dependencies: ["WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", .product(name: "AsyncHTTPClient", package: "async-http-client")] + nio,
+            swiftSettings: strict),
+        // waf-tokend whose provider wedges on purpose, for the watchdog tests only; never installed.
+        .executableTarget(
+            name: "waf-tokend-wedge", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFTokenCore", logging], path: "Tests/Executables/waf-tokend-wedge",
+            swiftSettings: strict),
 
+        // One test target per library module.
         .testTarget(
-            name: "WAFTokenServiceTests",
+            name: "WAFTokenCoreTests",
+            dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit", logging, .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFChallengeTests", dependencies: ["WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFTokenServiceHTTPTests",
             dependencies: [
-                "WAFTokenCore", "WAFChallenge", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFTestSupport",
-                // Run as a child process by the end-to-end tests: built before them.
-                "waf-token-service",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: strict
-        ),
+                "WAFTokenServiceHTTP", "WAFTokenCore", "WAFChallenge", "WAFLocalTokenService", "WAFTestSupport", "waf-token-service",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
+            ] + nio,
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFLocalTokenServiceTests",
+            dependencies: ["WAFLocalTokenService", "WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")] + nio,
+            swiftSettings: strict),
         .testTarget(
             name: "WAFTokenDaemonTests",
             dependencies: [
-                "WAFTokenDaemon", "WAFTokenClient", "WAFTokenCtl", "WAFTokenCore", "WAFLocalTokenService", "WAFChallenge",
-                "WAFTestSupport", "WAFSystemd",
+                "WAFTokenDaemon", "WAFTokenCore", "WAFTokenCoreTestKit", "WAFChallenge", "WAFDaemonClient", "WAFTestSupport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOCore", package: "swift-nio"),
-                .product(name: "NIOPosix", package: "swift-nio"),
-                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
-            ],
-            swiftSettings: strict
-        ),
+            ] + nio,
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFSystemdTests",
+            dependencies: ["WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge", "waf-tokenctl", "waf-token-service"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFDaemonClientTests",
+            dependencies: ["WAFDaemonClient", "WAFTestSupport", "waf-tokend", "waf-token-service"],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFTokenCtlTests", dependencies: ["WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
+            swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

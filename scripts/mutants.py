@@ -66,7 +66,7 @@ MUTANTS = [
     ("Cookies/WAFCookie.swift", "lifetime: Duration = .seconds(24 * 3600)", "lifetime: Duration = .seconds(12 * 3600)", "COOK-3 expiry"),
     ("Configuration/WAFRangeProfile.swift", "case (.tokenRefreshDelaySec, .current): 88...300", "case (.tokenRefreshDelaySec, .current): 89...300", "CFG-10 current range"),
     ("Configuration/WAFRangeProfile.swift", "case (.maxRetryCount, .seed): 0...10", "case (.maxRetryCount, .seed): 0...11", "CFG-5 range"),
-    ("Configuration/WAFConfigurationValidator.swift", "return octets[0] == 127", "return octets[0] == 127 || octets[0] == 10", "CFG-1 http beyond loopback"),
+    ("Configuration/WAFHost.swift", "if let octets = ipv4Octets(bare) { return octets[0] == 127 }", "if let octets = ipv4Octets(bare) { return octets[0] == 127 || octets[0] == 10 }", "CFG-1 http beyond loopback"),
     ("Configuration/WAFConfigurationValidator.swift", "if PublicSuffixList.isPublicSuffix(domain) {", "if false {", "CFG-2 public suffix accepted"),
 ]
 

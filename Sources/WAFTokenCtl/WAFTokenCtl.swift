@@ -1,6 +1,6 @@
 import ArgumentParser
 import WAFChallenge
-import WAFTokenClient
+import WAFDaemonClient
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

@@ -1,4 +1,5 @@
 import Logging
+import WAFLocalTokenService
 import WAFSystemd
 import WAFTokenDaemon
 
@@ -17,7 +18,22 @@ enum WAFTokendMain {
             if journal { return LevelControlledLogHandler(JournalLogHandler(identifier: "waf-tokend"), control: .process) }
             return LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
         }
-        ServiceManagerIntegration.install(.systemd)
+        DaemonIntegration.install(.systemd(startDemoService: DemoService.start))
         await WAFTokendCommand.main()
+    }
+}
+
+/// Demo mode's token service: the local one, in this process, on loopback.
+struct DemoService: DemoTokenService {
+    let service: LocalTokenService
+    let applicationIntegrationURL: String
+
+    @Sendable static func start() async throws -> any DemoTokenService {
+        let service = try LocalTokenService(configuration: LocalTokenServiceConfiguration(difficulty: 8))
+        return DemoService(service: service, applicationIntegrationURL: try await service.start())
+    }
+
+    func stop() async {
+        await service.stop()
     }
 }

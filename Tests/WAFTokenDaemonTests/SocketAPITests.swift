@@ -3,7 +3,7 @@ import Testing
 import WAFChallenge
 import WAFLocalTokenService
 import WAFTestSupport
-import WAFTokenClient
+import WAFDaemonClient
 import WAFTokenCore
 
 /// The socket API of SIDECAR.md, against the real daemon and the real local token service, with

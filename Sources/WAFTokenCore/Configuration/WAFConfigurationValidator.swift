@@ -1,7 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
-
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -95,29 +91,10 @@ struct WAFConfigurationValidator {
         guard url.query == nil, url.fragment == nil else { return refuse(key, value, "has a query or fragment") }
         switch scheme {
         case "https": return url
-        case "http" where Self.isLoopback(host: host): return url
+        case "http" where WAFHost.isLoopback(host): return url
         case "http": return refuse(key, value, "uses http to a host that is not loopback")
         default: return refuse(key, value, "has the scheme \(scheme)")
         }
-    }
-
-    /// `localhost`, 127.0.0.0/8 and ::1: the only hosts that may be spoken to in plain http.
-    static func isLoopback(host: String) -> Bool {
-        let bare = (host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host).lowercased()
-        if bare == "localhost" || bare == "::1" { return true }
-        guard let octets = ipv4Octets(bare) else { return false }
-        return octets[0] == 127
-    }
-
-    static func ipv4Octets(_ text: String) -> [UInt8]? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 4 else { return nil }
-        let octets = parts.compactMap { part -> UInt8? in
-            guard (1...3).contains(part.count), part.allSatisfy(\.isASCII), part.allSatisfy(\.isNumber)
-            else { return nil }
-            return UInt8(part)
-        }
-        return octets.count == 4 ? octets : nil
     }
 
     // MARK: CFG-2
@@ -128,8 +105,8 @@ struct WAFConfigurationValidator {
         let domain = text.lowercased()
         if domain.isEmpty { return refuse(key, value, "is empty") }
         // An IP literal is a host, and the only way to name one in a cookie (the demo's 127.0.0.1).
-        if Self.ipv4Octets(domain) != nil { return domain }
-        if let address = Self.ipv6Literal(domain) { return address }
+        if WAFHost.ipv4Octets(domain) != nil { return domain }
+        if let address = WAFHost.ipv6Literal(domain) { return address }
         if domain.contains("://") { return refuse(key, value, "has a scheme") }
         if domain.contains("/") { return refuse(key, value, "has a path") }
         if domain.contains("?") || domain.contains("#") { return refuse(key, value, "has a query") }
@@ -150,22 +127,6 @@ struct WAFConfigurationValidator {
             return refuse(key, value, "is a public suffix by the Public Suffix List")
         }
         return domain
-    }
-
-    /// An IPv6 address, bare or in brackets, in its canonical text form; nil if it is none.
-    static func ipv6Literal(_ text: String) -> String? {
-        let bare = text.hasPrefix("[") && text.hasSuffix("]") ? String(text.dropFirst().dropLast()) : text
-        guard bare.contains(":"), bare.utf8.count <= 45 else { return nil }
-        var address = in6_addr()
-        guard inet_pton(AF_INET6, bare, &address) == 1 else { return nil }
-        var buffer = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        guard inet_ntop(AF_INET6, &address, &buffer, socklen_t(buffer.count)) != nil else { return nil }
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// Whether `host` is an IP address, which a cookie can only name on its own (host-only).
-    static func isIPLiteral(_ host: String) -> Bool {
-        ipv4Octets(host) != nil || ipv6Literal(host) != nil
     }
 
     // MARK: CFG-7

@@ -28,7 +28,7 @@ public struct WAFCookie: Sendable, Hashable, CustomStringConvertible {
 
     public init(token: WAFToken, domainName: String, path: String, secure: Bool) {
         value = token.value
-        domain = WAFConfigurationValidator.isIPLiteral(domainName) ? domainName : "." + domainName
+        domain = WAFHost.isIPLiteral(domainName) ? domainName : "." + domainName
         self.path = path
         expires = token.fetchedAt.addingTimeInterval(Self.lifetime.seconds)
         self.secure = secure

@@ -24,6 +24,7 @@ final class ProviderDriver: @unchecked Sendable {
     private let fetcher: any WAFTokenFetcher
     private let randomUnit: @Sendable () -> Double
     private let persist: (@Sendable (WAFTokenRecord) -> Void)?
+    private let snapshotChanged: (@Sendable () -> Void)?
     private let logger: Logger
     private var machine: ProviderMachine
     private var timers: [ProviderMachine.ID: WAFCancellable] = [:]
@@ -38,6 +39,7 @@ final class ProviderDriver: @unchecked Sendable {
         self.scheduler = scheduler
         randomUnit = options.randomUnit
         persist = options.persist
+        snapshotChanged = options.snapshotChanged
         logger = options.logger
         cookieManager = WAFCookieManager(settings: .init(configuration: settings.configuration, secure: settings.cookieSecure))
         published = NIOLockedValueBox(machine.snapshot)
@@ -117,6 +119,7 @@ final class ProviderDriver: @unchecked Sendable {
             published.withLockedValue { $0 = snapshot }
             cookieManager.update(
                 settings: .init(configuration: snapshot.configuration, secure: snapshot.settings.cookieSecure), token: snapshot.token)
+            snapshotChanged?()
         }
     }
 

@@ -22,6 +22,9 @@ public struct WAFTokenProviderOptions: Sendable {
     /// Called, in order, on the provider's state context whenever the token to be stored for an
     /// identity changes (the daemon's state file and sinks). Must not block.
     public var persist: (@Sendable (WAFTokenRecord) -> Void)?
+    /// Called on the state context right after what `cachedToken()` and `configuration` read has
+    /// changed: a cache of answers built from them is out of date. Must not block.
+    public var snapshotChanged: (@Sendable () -> Void)?
     public var logger: Logger
 
     public struct RestoredToken: Sendable, Hashable {
@@ -41,6 +44,7 @@ public struct WAFTokenProviderOptions: Sendable {
         cookieSecure: Bool = false,
         restoredToken: RestoredToken? = nil,
         persist: (@Sendable (WAFTokenRecord) -> Void)? = nil,
+        snapshotChanged: (@Sendable () -> Void)? = nil,
         logger: Logger = Logger(label: "waf-token-provider")
     ) {
         self.lifecycleProfile = lifecycleProfile
@@ -49,6 +53,7 @@ public struct WAFTokenProviderOptions: Sendable {
         self.cookieSecure = cookieSecure
         self.restoredToken = restoredToken
         self.persist = persist
+        self.snapshotChanged = snapshotChanged
         self.logger = logger
     }
 }

@@ -1,60 +1,27 @@
-import Logging
 import WAFTokenCore
 
-/// Everything `waf-tokend` runs with: the provider's configuration and the daemon's own settings,
-/// all validated.
+/// Everything `waf-tokend` runs with, all checked: the provider's configuration, and the daemon's
+/// own keys read by their typed key, `configuration[Keys.socketPath]`.
 public struct DaemonConfiguration: Sendable {
-    public var provider: WAFConfiguration
-    public var lifecyclePlatform: WAFLifecycleProfile
-    public var socketPath: String
-    public var socketMode: UInt16
-    public var allowedUsers: [String]
-    public var allowedGroups: [String]
-    public var idleTimeoutSeconds: Int
-    public var requestTimeoutSeconds: Int
-    public var socketThreads: Int
-    public var tokenServiceClient: String
-    public var tokenServiceTimeoutSeconds: Int
-    public var tokenServiceCAFile: String?
-    public var refreshJitter: Bool
-    public var cookieSecure: Bool
-    public var tokenFile: String?
-    public var cookieJar: String?
-    public var stateDirectory: String?
-    public var logLevel: Logger.Level
-    public var waitForTokenBeforeReady: Bool
+    public let provider: WAFConfiguration
+    let values: [String: CheckedValue]
 
-    /// Every key with its effective value, as `--check-config` prints it (YAML), "" when unset.
-    /// Nothing in the configuration is secret: paths, names and numbers only.
+    init(provider: WAFConfiguration, values: [String: CheckedValue]) {
+        self.provider = provider
+        self.values = values
+    }
+
+    public subscript<Value>(_ key: SettingKey<Value>) -> Value {
+        key.read(values[key.spec.name])
+    }
+
+    /// Every key with its effective value as the file writes it, "" when unset. Nothing in the
+    /// configuration is secret: paths, names and numbers only.
     public var effectiveSettings: [(key: String, value: String)] {
-        let provider = WAFConfigurationKey.allCases.map { key in
-            (key.rawValue, self.provider.settings[key.rawValue].map(Self.render) ?? "")
+        Keys.all.map { spec in
+            if case .provider(let key) = spec.kind { return (spec.name, provider.settings[key.rawValue].map(Self.render) ?? "") }
+            return (spec.name, values[spec.name].map { Self.render($0) } ?? spec.defaultValue.map { Self.renderDefault($0, spec) } ?? "")
         }
-        let own: [(String, String)] = DaemonKey.allCases.map { key in
-            let value: String
-            switch key {
-            case .lifecyclePlatform: value = lifecyclePlatform.rawValue
-            case .socketPath: value = socketPath
-            case .socketMode: value = "\"0" + String(socketMode, radix: 8) + "\""
-            case .socketAllowedUsers: value = "[" + allowedUsers.joined(separator: ", ") + "]"
-            case .socketAllowedGroups: value = "[" + allowedGroups.joined(separator: ", ") + "]"
-            case .socketIdleTimeoutSec: value = String(idleTimeoutSeconds)
-            case .socketRequestTimeoutSec: value = String(requestTimeoutSeconds)
-            case .socketThreads: value = String(socketThreads)
-            case .tokenServiceClient: value = tokenServiceClient
-            case .tokenServiceTimeoutSec: value = String(tokenServiceTimeoutSeconds)
-            case .tokenServiceCAFile: value = tokenServiceCAFile ?? ""
-            case .refreshJitter: value = String(refreshJitter)
-            case .cookieSecure: value = String(cookieSecure)
-            case .sinksTokenFile: value = tokenFile ?? ""
-            case .sinksCookieJar: value = cookieJar ?? ""
-            case .stateDirectory: value = stateDirectory ?? ""
-            case .logLevel: value = logLevel.rawValue
-            case .readinessWaitForToken: value = String(waitForTokenBeforeReady)
-            }
-            return (key.rawValue, value)
-        }
-        return provider + own
     }
 
     /// The effective configuration as a YAML document, sections nested, unset keys as comments,
@@ -64,7 +31,6 @@ public struct DaemonConfiguration: Sendable {
         var section: String?
         for (key, value) in effectiveSettings {
             let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
-            let name = parts.count == 2 ? parts[1] : key
             if parts.count == 2, section != parts[0] {
                 lines.append("\(parts[0]):")
                 section = parts[0]
@@ -72,6 +38,7 @@ public struct DaemonConfiguration: Sendable {
                 section = nil
             }
             let indent = parts.count == 2 ? "  " : ""
+            let name = parts.last!
             lines.append(value.isEmpty ? "\(indent)# \(name): (not set)" : "\(indent)\(name): \(value)")
         }
         return lines.joined(separator: "\n") + "\n"
@@ -84,5 +51,20 @@ public struct DaemonConfiguration: Sendable {
         case .bool(let flag): String(flag)
         case .double(let number): String(number)
         }
+    }
+
+    private static func render(_ value: CheckedValue) -> String {
+        switch value {
+        case .text(let text): text
+        case .int(let number): String(number)
+        case .bool(let flag): String(flag)
+        case .list(let items): items.isEmpty ? "" : "[" + items.joined(separator: ", ") + "]"
+        case .mode(let mode): "\"0" + String(mode, radix: 8) + "\""
+        }
+    }
+
+    private static func renderDefault(_ text: String, _ spec: KeySpec) -> String {
+        if case .octalMode = spec.kind { return "\"\(text)\"" }
+        return text
     }
 }

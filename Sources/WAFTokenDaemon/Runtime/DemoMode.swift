@@ -1,47 +1,40 @@
-import WAFLocalTokenService
-
-#if canImport(FoundationEssentials)
-import FoundationEssentials
-#else
-import Foundation
-#endif
+import WAFTokenCore
 
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// `--demo`: the local token service in process on loopback, the provider pointed at it, and
+/// `--demo`: a local token service in this process on loopback, the provider pointed at it, and
 /// everything else in a scratch directory, so that the daemon runs on a fresh machine with no AWS
 /// account and no root.
 enum DemoMode {
     static let directory = "/tmp/waf-tokend-demo"
 
-    static func start(_ sources: ConfigurationSources) async throws -> (service: LocalTokenService, sources: ConfigurationSources) {
+    /// The sources with the demo's token service and scratch paths; the rest stays configurable.
+    static func sources(_ sources: ConfigurationSources, serviceURL: String) throws(DaemonFailure) -> ConfigurationSources {
         guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
             throw DaemonFailure(.osError, "cannot create \(directory): \(String(cString: strerror(errno)))")
         }
-        let service = try LocalTokenService(configuration: LocalTokenServiceConfiguration(difficulty: 8))
-        let url = try await service.start()
         var sources = sources
-        // The demo decides where the token comes from; the rest can still be configured.
-        sources.commandLine["applicationIntegrationUrl"] = url
-        sources.commandLine["domainName"] = "127.0.0.1"
+        sources.commandLine[WAFConfigurationKey.applicationIntegrationUrl.rawValue] = serviceURL
+        sources.commandLine[WAFConfigurationKey.domainName.rawValue] = "127.0.0.1"
         sources.fallbacks = [
-            "socket.path": "\(directory)/token.sock",
-            "sinks.tokenFile": "\(directory)/token",
-            "sinks.cookieJar": "\(directory)/cookies.txt",
-            "stateDirectory": "\(directory)/state",
+            Keys.socketPath.spec.name: "\(directory)/token.sock",
+            Keys.sinksTokenFile.spec.name: "\(directory)/token",
+            Keys.sinksCookieJar.spec.name: "\(directory)/cookies.txt",
+            Keys.stateDirectory.spec.name: "\(directory)/state",
         ]
-        return (service, sources)
+        return sources
     }
 
     /// What to try, printed on stdout once the socket listens.
     static func banner(configuration: DaemonConfiguration, serviceURL: String) -> String {
-        let socket = configuration.socketPath
+        let socket = configuration[Keys.socketPath]
         let origin = serviceURL.split(separator: "/").prefix(2).joined(separator: "//")
-        let tools = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent().path
+        let tools = executableDirectory()
+        let pid = getpid()
         var lines = [
-            "waf-tokend demo (pid \(getpid())): a local token service at \(serviceURL)",
+            "waf-tokend demo (pid \(pid)): a local token service at \(serviceURL)",
             "socket: \(socket)",
             "",
             "try:",
@@ -52,16 +45,25 @@ enum DemoMode {
             "  \(tools)/waf-tokenctl --socket \(socket) token",
             "  \(tools)/waf-tokenctl --socket \(socket) status",
         ]
-        if let jar = configuration.cookieJar {
+        if let jar = configuration[Keys.sinksCookieJar] {
             lines.append("  curl -b \(jar) \(origin)/protected/hello      # the token as a cookie: 200")
             lines.append("  curl -i \(origin)/protected/hello                 # without it: 202, x-amzn-waf-action: challenge")
         }
         lines += [
-            "  kill -USR2 \(getpid())   # background (again: closed);  kill -USR1 \(getpid())   # foreground",
-            "  kill -HUP \(getpid())    # reload the configuration",
+            "  kill -USR2 \(pid)   # background (again: closed);  kill -USR1 \(pid)   # foreground",
+            "  kill -HUP \(pid)    # reload the configuration",
             "",
             "Ctrl-C stops.",
         ]
         return lines.joined(separator: "\n")
+    }
+
+    /// The directory of the running executable (where waf-tokenctl was built beside it).
+    private static func executableDirectory() -> String {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard length > 0 else { return "." }
+        let path = String(decoding: buffer.prefix(length).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(path[..<(path.lastIndex(of: "/") ?? path.endIndex)])
     }
 }

@@ -5,13 +5,25 @@ import Synchronization
 import WAFTokenCore
 
 /// What every connection's handlers share: the provider, the reloadable settings, metrics, the
-/// event streams, and a generation number that moves on every provider event so that cached
-/// answers know when they are out of date.
+/// event streams, and the generation of the provider's snapshot that cached answers are built on.
 final class APIContext: Sendable {
     struct Settings: Sendable {
         var policy: AccessPolicy
         var idleTimeout: TimeAmount
         var requestTimeout: TimeAmount
+
+        init(policy: AccessPolicy, idleTimeout: TimeAmount, requestTimeout: TimeAmount) {
+            self.policy = policy
+            self.idleTimeout = idleTimeout
+            self.requestTimeout = requestTimeout
+        }
+
+        init(_ configuration: DaemonConfiguration, logger: Logger) {
+            policy = AccessPolicy(
+                allowedUsers: configuration[Keys.socketAllowedUsers], allowedGroups: configuration[Keys.socketAllowedGroups], logger: logger)
+            idleTimeout = .seconds(Int64(configuration[Keys.socketIdleTimeoutSec]))
+            requestTimeout = .seconds(Int64(configuration[Keys.socketRequestTimeoutSec]))
+        }
     }
 
     struct Info: Sendable {
@@ -28,15 +40,19 @@ final class APIContext: Sendable {
     let info: Info
     let started = ContinuousClock.now
     private let current: NIOLockedValueBox<Settings>
-    /// Moves on every provider event: the fast path rebuilds its cached answer when it changes.
-    let generation = Atomic<UInt64>(0)
+    /// The fast path rebuilds its cached answer when this moves.
+    let generation: SnapshotGeneration
     let shuttingDown = Atomic<Bool>(false)
     /// Requests answered, for the status counters.
     let requestsServed = Atomic<Int>(0)
     let openConnections = Atomic<Int>(0)
 
-    init(provider: WAFTokenProvider, settings: Settings, metrics: DaemonMetrics, events: EventBroadcaster, info: Info, logger: Logger) {
+    init(
+        provider: WAFTokenProvider, settings: Settings, metrics: DaemonMetrics, events: EventBroadcaster, generation: SnapshotGeneration,
+        info: Info, logger: Logger
+    ) {
         self.provider = provider
+        self.generation = generation
         current = NIOLockedValueBox(settings)
         self.metrics = metrics
         self.events = events
@@ -48,23 +64,4 @@ final class APIContext: Sendable {
         get { current.withLockedValue { $0 } }
         set { current.withLockedValue { $0 = newValue } }
     }
-
-    func providerChanged() {
-        generation.add(1, ordering: .relaxed)
-    }
-}
-
-/// One connection's facts, shared by its handlers on its event loop.
-final class ConnectionState {
-    /// nil until SO_PEERCRED was read; a connection's requests wait for it.
-    var peer: PeerCredentials?
-    var allowed = false
-}
-
-/// What the API handler tells the connection's guard about a request, outbound.
-enum ConnectionEvent: Sendable {
-    /// A request head arrived: the request is being served, no timeout applies.
-    case requestStarted
-    /// The answer is complete; idle time starts (or the connection closes).
-    case responseFinished
 }

@@ -44,17 +44,7 @@ final class SocketServer: Sendable {
             .childChannelOption(.allowRemoteHalfClosure, value: false)
             .childChannelInitializer { [api] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let connection = ConnectionState()
-                    let pipeline = channel.pipeline.syncOperations
-                    try pipeline.addHandler(ConnectionGuardHandler(api: api, connection: connection))
-                    try pipeline.addHandler(HTTPResponseEncoder())
-                    var limits = NIOHTTPDecoderLimitConfiguration()
-                    limits.maxHeaderListSize = ConnectionGuardHandler.maximumHeadBytes
-                    limits.maxHeaderFieldSize = ConnectionGuardHandler.maximumHeadBytes
-                    try pipeline.addHandler(ByteToMessageHandler(HTTPRequestDecoder(leftOverBytesStrategy: .dropBytes, limitConfiguration: limits)))
-                    try pipeline.addHandler(HTTPServerPipelineHandler())
-                    try pipeline.addHandler(ProtocolErrorHandler(metrics: api.metrics))
-                    try pipeline.addHandler(APIHandler(api: api, connection: connection))
+                    try SocketPipeline.configure(channel, api: api)
                 }.flatMap { [self] in
                     track(channel)
                     return channel.eventLoop.makeSucceededVoidFuture()
@@ -65,7 +55,7 @@ final class SocketServer: Sendable {
             if let descriptor = inheritedDescriptor {
                 listener = try await bootstrap.withBoundSocket(descriptor).get()
             } else {
-                try await Self.prepare(path)
+                try await SocketFile.prepare(path)
                 listener = try await bootstrap.bind(unixDomainSocketPath: path).get()
                 guard chmod(path, mode_t(mode)) == 0 else {
                     throw DaemonFailure(.osError, "cannot set mode 0\(String(mode, radix: 8)) on \(path): \(String(cString: strerror(errno)))")
@@ -120,58 +110,6 @@ final class SocketServer: Sendable {
             }
             api.openConnections.store(count, ordering: .relaxed)
             api.metrics.connections.record(count)
-        }
-    }
-
-    // MARK: The socket file
-
-    /// Makes room for the socket: creates its directory, replaces a stale socket file left by a
-    /// crash, and refuses to take a path that a live daemon serves or that is not a socket.
-    static func prepare(_ path: String) async throws(DaemonFailure) {
-        var info = stat()
-        if lstat(path, &info) != 0 {
-            guard errno == ENOENT else { throw DaemonFailure(.osError, "cannot inspect \(path): \(String(cString: strerror(errno)))") }
-            let directory = String(path[..<(path.lastIndex(of: "/") ?? path.startIndex)])
-            if !directory.isEmpty, mkdir(directory, 0o755) != 0, errno != EEXIST {
-                throw DaemonFailure(.osError, "cannot create the socket's directory \(directory): \(String(cString: strerror(errno)))")
-            }
-            return
-        }
-        guard info.st_mode & S_IFMT == S_IFSOCK else {
-            throw DaemonFailure(.osError, "\(path) exists and is not a socket; not replacing it")
-        }
-        switch await probe(path) {
-        case .served:
-            throw DaemonFailure(.osError, "\(path) is in use by a running daemon; not taking it over")
-        case .unknown(let error):
-            throw DaemonFailure(.osError, "cannot tell whether \(path) is in use (\(error)); not replacing it")
-        case .stale:
-            break
-        }
-        guard unlink(path) == 0 || errno == ENOENT else {
-            throw DaemonFailure(.osError, "cannot remove the stale socket \(path): \(String(cString: strerror(errno)))")
-        }
-    }
-
-    enum Probe {
-        case served
-        case stale
-        case unknown(any Error)
-    }
-
-    /// Whether something accepts connections on `path`. Only a refused connection proves a stale
-    /// file; any other failure (no permission, say) leaves the question open.
-    static func probe(_ path: String) async -> Probe {
-        do {
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(2))
-                .connect(unixDomainSocketPath: path).get()
-            try? await channel.close()
-            return .served
-        } catch let error as IOError where error.errnoCode == ECONNREFUSED || error.errnoCode == ENOENT {
-            return .stale
-        } catch {
-            return .unknown(error)
         }
     }
 }

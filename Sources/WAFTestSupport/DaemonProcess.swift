@@ -1,0 +1,173 @@
+import Foundation
+import WAFDaemonClient
+
+/// A real `waf-tokend` child process in a scratch directory of its own, its stdout and stderr kept
+/// in files so that tests can read what it said (and check that no token is in it).
+public final class DaemonProcess: @unchecked Sendable {
+    public let directory: URL
+    public let process = Process()
+    private let clientBox = ClientBox()
+    public var socketPath: String { directory.appendingPathComponent("token.sock").path }
+    public var stdoutPath: String { directory.appendingPathComponent("stdout.log").path }
+    public var stderrPath: String { directory.appendingPathComponent("stderr.log").path }
+
+    /// The usual arguments: the given service, domain 127.0.0.1, the scratch socket, no jitter,
+    /// a short error-phase wait.
+    public static func arguments(service: ServiceProcess?, socket: String) -> [String] {
+        var arguments = [
+            "--socket-path", socket, "--refresh-jitter", "false", "--max-error-token-refresh-delay-msec", "50",
+            "--config", "/dev/null",
+        ]
+        if let service { arguments += ["--application-integration-url", service.url, "--domain-name", "127.0.0.1"] }
+        return arguments
+    }
+
+    /// Starts `waf-tokend` with `arguments` (the usual ones when nil) and extra `environment`.
+    /// `configFile` contents are written to `daemon.yaml` in the scratch directory.
+    public init(
+        service: ServiceProcess?, arguments extra: [String] = [], replacing: [String]? = nil, environment: [String: String] = [:],
+        configFile: String? = nil, directory: URL? = nil, executable: String = "waf-tokend"
+    ) throws {
+        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("waf-tokend-test-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
+        var arguments = replacing ?? Self.arguments(service: service, socket: self.directory.appendingPathComponent("token.sock").path)
+        if let configFile {
+            let path = self.directory.appendingPathComponent("daemon.yaml")
+            try configFile.write(to: path, atomically: true, encoding: .utf8)
+            if let index = arguments.firstIndex(of: "--config") { arguments.removeSubrange(index...index + 1) }
+            arguments += ["--config", path.path]
+        }
+        process.executableURL = productsDirectory.appendingPathComponent(executable)
+        process.arguments = arguments + extra
+        // Only what the test sets: nothing of the runner's own WAF_TOKEND_*, systemd or journal state.
+        var base = ProcessInfo.processInfo.environment.filter { key, _ in
+            !key.hasPrefix("WAF_TOKEND_") && !["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM", "STATE_DIRECTORY", "WATCHDOG_USEC", "WATCHDOG_PID"].contains(key)
+        }
+        base.merge(environment) { _, new in new }
+        process.environment = base
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
+        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
+        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        try process.run()
+    }
+
+    /// A client of this daemon's socket, made on first use and shut down by `stop()`.
+    public var client: WAFTokenDaemonClient { clientBox.client(socketPath: socketPath) }
+
+    /// Waits until the socket answers HTTP (whatever the status: a test may not be allowed in),
+    /// or fails if the daemon exits or takes 20 s.
+    public func waitUntilServing() async throws {
+        for _ in 0..<1000 {
+            if !process.isRunning { throw DaemonExited(status: process.terminationStatus, stderr: stderr) }
+            if let socket = try? RawSocket(path: socketPath) {
+                socket.send("GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+                if socket.response(timeout: .seconds(2)).status != nil { return }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw DaemonExited(status: -1, stderr: "not serving after 20 s: " + stderr)
+    }
+
+    /// Starts and waits until it serves.
+    public static func serving(
+        service: ServiceProcess?, arguments: [String] = [], environment: [String: String] = [:], configFile: String? = nil,
+        directory: URL? = nil, executable: String = "waf-tokend"
+    ) async throws -> DaemonProcess {
+        let daemon = try DaemonProcess(
+            service: service, arguments: arguments, environment: environment, configFile: configFile, directory: directory, executable: executable)
+        do {
+            try await daemon.waitUntilServing()
+        } catch {
+            await daemon.stop()
+            throw error
+        }
+        return daemon
+    }
+
+    public func signal(_ number: Int32) {
+        kill(process.processIdentifier, number)
+    }
+
+    /// Waits for the process to exit and returns its status, or nil after `timeout`.
+    public func waitForExit(timeout: Duration = .seconds(20)) async -> Int32? {
+        let clock = ContinuousClock()
+        let deadline = clock.now + timeout
+        while process.isRunning {
+            if clock.now > deadline { return nil }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then the exit status.
+    @discardableResult
+    public func stop() async -> Int32? {
+        if process.isRunning { signal(SIGTERM) }
+        let status = await waitForExit()
+        if status == nil { signal(SIGKILL) }
+        await clientBox.shutdown()
+        return status
+    }
+
+    public var stdout: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
+    public var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// The tokens among `tokens` that appear anywhere in what the daemon printed.
+    public func leaked(_ tokens: some Sequence<String>) -> [String] {
+        let output = stdout + stderr
+        return tokens.filter { !$0.isEmpty && output.contains($0) }
+    }
+}
+
+/// AsyncHTTPClient insists on an explicit shutdown: the client exists only once used.
+private final class ClientBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var made: WAFTokenDaemonClient?
+
+    func client(socketPath: String) -> WAFTokenDaemonClient {
+        lock.withLock {
+            if let made { return made }
+            let client = WAFTokenDaemonClient(socketPath: socketPath)
+            made = client
+            return client
+        }
+    }
+
+    func shutdown() async {
+        let client = lock.withLock { () -> WAFTokenDaemonClient? in
+            defer { made = nil }
+            return made
+        }
+        await client?.shutdown()
+    }
+
+    deinit {
+        // A test that stopped early: shut the client down rather than let it trap in its deinit.
+        if let made { Task { await made.shutdown() } }
+    }
+}
+
+public struct DaemonExited: Error, CustomStringConvertible {
+    public let status: Int32
+    public let stderr: String
+    public var description: String { "waf-tokend exited with \(status): \(stderr)" }
+}
+
+/// Polls `condition` every 20 ms for up to `timeout`; for states reached asynchronously.
+public func eventually(for timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    repeat {
+        if await condition() { return true }
+        try? await Task.sleep(for: .milliseconds(20))
+    } while ContinuousClock.now < deadline
+    return await condition()
+}
+
+/// `curl --unix-socket SOCKET … http://localhost/PATH`, returning status code and body.
+public func curl(_ socket: String, _ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
+    let result = try await run("/usr/bin/curl", ["-s", "--max-time", "30", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
+    var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
+    let code = Int(lines.popLast() ?? "") ?? 0
+    return (code, lines.joined(separator: "\n"))
+}

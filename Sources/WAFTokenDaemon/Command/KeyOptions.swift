@@ -1,0 +1,44 @@
+import ArgumentParser
+
+/// One command-line option per configuration key (`--socket-path`, `--domain-name`, …), made from
+/// the key table. ArgumentParser finds a command's options by reflection; the mirror below shows
+/// it the table's keys, so `--help`, the man page and shell completions list them like any option.
+public struct KeyOptions: ParsableArguments, CustomReflectable {
+    /// The options given, by key name.
+    public private(set) var values: [String: String] = [:]
+
+    public init() {}
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: PropertyName.self)
+        for spec in Keys.all {
+            let option = try container.decode(Option<String?>.self, forKey: PropertyName(stringValue: spec.propertyName))
+            if let value = option.wrappedValue { values[spec.name] = value }
+        }
+    }
+
+    public var customMirror: Mirror {
+        Mirror(self, children: Keys.all.map { spec in
+            (label: "_" + spec.propertyName, value: Option<String?>(help: ArgumentHelp(spec.help, valueName: valueName(spec))) as Any)
+        })
+    }
+
+    private func valueName(_ spec: KeySpec) -> String {
+        switch spec.kind {
+        case .bool: "true|false"
+        case .integer: "n"
+        case .choice(let values): values.joined(separator: "|")
+        case .absolutePath: "path"
+        case .octalMode: "mode"
+        case .list: "names"
+        case .provider, .listenAddress, .url: "value"
+        }
+    }
+
+    private struct PropertyName: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+}

@@ -1,0 +1,107 @@
+import Logging
+import SystemPackage
+import WAFChallenge
+import WAFTokenCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The last token, its fetch time and its identity in `stateDirectory/token.json`, so that a
+/// restarted daemon serves a still-fresh token at once (SIDECAR.md, Sinks and state).
+struct StateStore: Sendable {
+    struct Record: Codable, Sendable, Equatable {
+        var value: String
+        var fetchedAt: Date
+        /// The token is good only for the web ACL and domain it was fetched for.
+        var applicationIntegrationUrl: String
+        var domainName: String
+    }
+
+    static let fileName = "token.json"
+    static let maximumBytes = 64 * 1024
+
+    let directory: String
+    var path: String { directory + "/" + Self.fileName }
+
+    /// The saved token for `identity`, nil if there is none or it is another identity's. A damaged
+    /// or unreadable file, or anything but a regular file, is set aside (`token.json.bad.<time>`),
+    /// logged in one line, and the daemon starts without it: it never crash-loops on its own state.
+    /// A state directory that cannot be looked into at all is an error (exit 71).
+    func load(for identity: WAFTokenIdentity, logger: Logger) throws(DaemonFailure) -> WAFTokenProviderOptions.RestoredToken? {
+        AtomicFile.removeStaleTemporaries(for: path)
+        var info = stat()
+        if lstat(path, &info) != 0 {
+            if errno == ENOENT { return nil }
+            throw DaemonFailure(.osError, "cannot read the saved token \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFREG else { return setAside("it is not a regular file", logger: logger) }
+        guard let bytes = Self.read(path) else { return setAside("it cannot be read: \(String(cString: strerror(errno)))", logger: logger) }
+        guard bytes.count <= Self.maximumBytes else { return setAside("it is larger than 64 KiB", logger: logger) }
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let record = try? decoder.decode(Record.self, from: Data(bytes)), VerifyOutcome.isUsableToken(record.value) else {
+            return setAside("it is not a saved token", logger: logger)
+        }
+        guard record.applicationIntegrationUrl == identity.tokenServiceBaseURL, record.domainName == identity.domainName else {
+            logger.info("the saved token is for another web ACL or domain; not used", metadata: ["path": "\(path)"])
+            return nil
+        }
+        return .init(value: record.value, fetchedAt: record.fetchedAt)
+    }
+
+    /// Saves `token` for `identity` (mode 0600: a bearer secret), creating the directory if needed.
+    func save(_ token: WAFToken, for identity: WAFTokenIdentity) throws {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw Errno(rawValue: errno) }
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.outputFormatting = [.sortedKeys]
+        let record = Record(
+            value: token.value, fetchedAt: token.fetchedAt, applicationIntegrationUrl: identity.tokenServiceBaseURL,
+            domainName: identity.domainName)
+        try AtomicFile.write(Array(try encoder.encode(record)), to: path, mode: .ownerReadWrite)
+    }
+
+    func remove() throws {
+        try AtomicFile.remove(path)
+    }
+
+    private func setAside(_ reason: String, logger: Logger) -> WAFTokenProviderOptions.RestoredToken? {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let aside = "\(path).bad.\(now.tv_sec).\(now.tv_nsec)"
+        if rename(path, aside) == 0 {
+            logger.warning("the saved token is damaged (\(reason)); set aside as \(aside), starting without it")
+        } else {
+            logger.warning("the saved token is damaged (\(reason)) and cannot be set aside (\(String(cString: strerror(errno)))); starting without it")
+        }
+        return nil
+    }
+
+    /// Reads the file without following a link or waiting on a FIFO put there meanwhile; nil (and
+    /// `errno`) when it cannot.
+    private static func read(_ path: String) -> [UInt8]? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16384)
+        while bytes.count <= maximumBytes {
+            let count = chunk.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+            if count > 0 {
+                bytes += chunk.prefix(count)
+            } else if count == 0 || errno == EAGAIN {
+                break
+            } else if errno != EINTR {
+                return nil
+            }
+        }
+        return bytes
+    }
+}

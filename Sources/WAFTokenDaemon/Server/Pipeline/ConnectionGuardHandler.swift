@@ -1,0 +1,155 @@
+import NIOCore
+import NIOHTTP1
+import WAFTokenCore
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The first word on every connection: who is there (SO_PEERCRED, before any byte is passed on,
+/// so that nothing is answered to a peer not yet checked), and how long it may take. Between
+/// requests the idle timeout runs; while a request arrives, the request timeout (408).
+final class ConnectionGuardHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum Phase {
+        /// Between requests: the idle timeout runs.
+        case idle
+        /// Part of a request arrived: the request timeout runs.
+        case receiving
+        /// A request is being answered (or streamed): no timeout.
+        case serving
+    }
+
+    private let api: APIContext
+    private let connection: ConnectionState
+    private let peer: PeerCredentialsSource
+    private var phase = Phase.idle
+    private var held: ByteBuffer?
+    private var timer: Scheduled<Void>?
+    private var closeWhenIdle = false
+
+    init(api: APIContext, connection: ConnectionState, peer: PeerCredentialsSource) {
+        self.api = api
+        self.connection = connection
+        self.peer = peer
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        armTimer(context)
+        readPeerCredentials(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        context.fireChannelInactive()
+    }
+
+    // MARK: The peer
+
+    private func readPeerCredentials(_ context: ChannelHandlerContext) {
+        guard let credentials = peer.read(context.channel) else {
+            peerChecked(nil, context)
+            return
+        }
+        credentials.assumeIsolated().whenComplete { result in
+            self.peerChecked(try? result.get(), context)
+        }
+    }
+
+    private func peerChecked(_ credentials: SocketPeerCredentials?, _ context: ChannelHandlerContext) {
+        // Fail closed: without credentials nobody is let in.
+        let peer = credentials.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
+        connection.peer = peer
+        connection.allowed = credentials != nil && api.settings.policy.allows(peer)
+        if !connection.allowed {
+            api.logger.notice(
+                "connection refused by the socket's access policy", metadata: ["uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
+        }
+        if let held {
+            self.held = nil
+            context.fireChannelRead(wrapInboundOut(held))
+        }
+    }
+
+    // MARK: Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if phase == .idle {
+            phase = .receiving
+            armTimer(context)
+        }
+        guard connection.peer == nil else {
+            context.fireChannelRead(data)
+            return
+        }
+        var bytes = unwrapInboundIn(data)
+        if held == nil { held = bytes } else { held!.writeBuffer(&bytes) }
+        if held!.readableBytes > SocketPipeline.maximumHeadBytes {
+            reject(.requestHeaderFieldsTooLarge, "requestHeaderFieldsTooLarge", "the request head exceeds \(SocketPipeline.maximumHeadBytes) bytes", context)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ServerShutdownEvent {
+            // Graceful stop: finish what is being answered, then close.
+            closeWhenIdle = true
+            if phase != .serving { context.close(promise: nil) }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: Outbound: what the handlers behind report
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard let event = event as? ConnectionEvent else {
+            context.triggerUserOutboundEvent(event, promise: promise)
+            return
+        }
+        switch event {
+        case .requestStarted:
+            phase = .serving
+        case .responseFinished(let partial):
+            phase = partial ? .receiving : .idle
+            if closeWhenIdle && !partial {
+                context.close(promise: nil)
+                promise?.succeed(())
+                return
+            }
+        }
+        armTimer(context)
+        promise?.succeed(())
+    }
+
+    // MARK: Timeouts
+
+    private func armTimer(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        let settings = api.settings
+        switch phase {
+        case .serving:
+            break
+        case .idle:
+            timer = context.eventLoop.assumeIsolated().scheduleTask(in: settings.idleTimeout) { context.close(promise: nil) }
+        case .receiving:
+            timer = context.eventLoop.assumeIsolated().scheduleTask(in: settings.requestTimeout) {
+                self.reject(.requestTimeout, "requestTimeout", "the request did not arrive in time", context)
+            }
+        }
+    }
+
+    /// Answers an error in front of everything else (nothing is being answered then) and closes.
+    private func reject(_ status: HTTPResponseStatus, _ code: String, _ message: String, _ context: ChannelHandlerContext) {
+        timer?.cancel()
+        held = nil
+        phase = .serving
+        let bytes = APIResponse.error(status, code, message).encoded(keepAlive: false, date: HTTPDate.format(.now), allocator: context.channel.allocator)
+        api.metrics.countRequests(endpoint: "-", status: status.code)
+        context.writeAndFlush(wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+    }
+}

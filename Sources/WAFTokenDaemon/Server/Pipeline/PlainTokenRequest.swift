@@ -1,0 +1,71 @@
+/// Recognises the hot request, a plain `GET /v1/token` over HTTP/1.1, from its raw head.
+///
+/// It is deliberately narrow: anything that touches message framing or the connection
+/// (Content-Length, Transfer-Encoding, Connection, Expect, Upgrade) or a malformed line makes it
+/// step aside, and the full HTTP codec takes the request instead. A missing Host is accepted, as by
+/// the codec path: on a Unix socket there is no authority, and some clients (AsyncHTTPClient over
+/// http+unix) send none.
+enum PlainTokenRequest {
+    static let requestLine = Array("GET /v1/token HTTP/1.1\r\n".utf8)
+    private static let disqualifying: [[UInt8]] = ["content-length", "transfer-encoding", "connection", "expect", "upgrade"].map { Array($0.utf8) }
+    private static let accept = Array("accept".utf8)
+
+    /// The length of the head including its blank line, or nil if it is not complete within its
+    /// first `limit` bytes.
+    static func headLength(in bytes: UnsafeRawBufferPointer, limit: Int = .max) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        var index = 0
+        let end = min(bytes.count, limit)
+        while index + 3 < end {
+            if bytes[index + 3] != 0x0A {
+                index += bytes[index + 3] == 0x0D ? 1 : 4
+                continue
+            }
+            if bytes[index] == 0x0D, bytes[index + 1] == 0x0A, bytes[index + 2] == 0x0D { return index + 4 }
+            index += 1
+        }
+        return nil
+    }
+
+    /// For a complete head: nil if the fast path must not answer it, else whether it asks for
+    /// `text/plain` (true) or JSON (false).
+    static func prefersPlainText(_ head: UnsafeRawBufferPointer) -> Bool? {
+        guard head.count >= requestLine.count, head.prefix(requestLine.count).elementsEqual(requestLine) else { return nil }
+        var acceptValue: Range<Int>?
+        var lineStart = requestLine.count
+        let end = head.count - 2  // the final CRLF
+        while lineStart < end {
+            var lineEnd = lineStart
+            while lineEnd + 1 < head.count, !(head[lineEnd] == 0x0D && head[lineEnd + 1] == 0x0A) { lineEnd += 1 }
+            // Header names are tokens: a space, tab, control byte (or obs-fold) is for the codec to refuse.
+            var colon = lineStart
+            while colon < lineEnd, head[colon] != UInt8(ascii: ":") {
+                if head[colon] <= 0x20 || head[colon] >= 0x7F { return nil }
+                colon += 1
+            }
+            guard colon < lineEnd, colon > lineStart else { return nil }
+            for index in (colon + 1)..<lineEnd where (head[index] < 0x20 && head[index] != 0x09) || head[index] == 0x7F { return nil }
+            let name = lineStart..<colon
+            if disqualifying.contains(where: { matches(head, name, $0) }) { return nil }
+            if matches(head, name, accept) {
+                if acceptValue != nil { return nil }
+                acceptValue = (colon + 1)..<lineEnd
+            }
+            lineStart = lineEnd + 2
+        }
+        return AcceptNegotiation.prefersPlainText(acceptValue.map { String(decoding: UnsafeRawBufferPointer(rebasing: head[$0]), as: UTF8.self) })
+    }
+
+    /// A case-insensitive comparison of a header name with a lower-case one, without copying.
+    @inline(__always)
+    private static func matches(_ head: UnsafeRawBufferPointer, _ name: Range<Int>, _ lowercase: [UInt8]) -> Bool {
+        guard name.count == lowercase.count else { return false }
+        var index = name.lowerBound
+        for byte in lowercase {
+            // ASCII lower case by setting bit 5: letters fold, and '-' and digits already have it.
+            if head[index] | 0x20 != byte { return false }
+            index += 1
+        }
+        return true
+    }
+}

@@ -1,0 +1,14 @@
+import Synchronization
+
+/// Moves whenever what the provider publishes changes (a new token, staleness, settings): cached
+/// answers built from it know they are out of date. The provider advances it on its state
+/// context right after publishing; the fast path reads it once per request.
+final class SnapshotGeneration: Sendable {
+    private let value = Atomic<UInt64>(0)
+
+    var current: UInt64 { value.load(ordering: .acquiring) }
+
+    @Sendable func advance() {
+        value.add(1, ordering: .releasing)
+    }
+}

@@ -1,0 +1,38 @@
+import ServiceLifecycle
+import WAFTokenCore
+
+/// Tells the service manager the daemon is ready: once the socket listens, or, with
+/// `readiness.waitForToken`, once the first fresh token is cached, extending the start timeout
+/// meanwhile.
+struct ReadinessService: Service {
+    /// Each extension asks for this much more time, and is renewed well before it runs out.
+    static let extensionStep = Duration.seconds(30)
+    static let renewEvery = Duration.seconds(10)
+
+    let provider: WAFTokenProvider
+    let notifier: any ServiceNotifier
+    let waitForToken: Bool
+    let status: StatusReporter
+
+    func run() async {
+        if waitForToken {
+            let clock = ContinuousClock()
+            var renewAt = clock.now
+            while provider.cachedToken()?.stale != false {
+                if clock.now >= renewAt {
+                    notifier.extendTimeout(by: Self.extensionStep)
+                    notifier.status("waiting for the first token")
+                    renewAt = clock.now + Self.renewEvery
+                }
+                do {
+                    try await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(250)) }
+                } catch {
+                    return
+                }
+            }
+        }
+        notifier.ready()
+        status.report()
+        try? await gracefulShutdown()
+    }
+}

@@ -1,0 +1,21 @@
+import Logging
+import ServiceLifecycle
+
+/// Serves until the graceful stop begins, then stops accepting and drains (SIDECAR.md: finish
+/// requests in flight, bounded, notify STOPPING).
+struct SocketServerService: Service {
+    static let grace = Duration.seconds(5)
+
+    let server: SocketServer
+    let broadcaster: EventBroadcaster
+    let notifier: any ServiceNotifier
+    let logger: Logger
+
+    func run() async {
+        try? await gracefulShutdown()
+        logger.info("stopping")
+        notifier.stopping()
+        broadcaster.finishAll()
+        await server.stop(grace: Self.grace)
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import Testing
+import WAFChallenge
+import WAFSystemd
+import WAFTestSupport
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+private func monotonicMicroseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Int64(now.tv_sec) * 1_000_000 + Int64(now.tv_nsec) / 1000
+}
+
+/// systemd integration without a service manager: the notify protocol over a test-owned socket,
+/// the watchdog, socket activation with systemd-socket-activate, journald in a private mount
+/// namespace, and the unit files through systemd-analyze.
+@Suite("systemd integration", .timeLimit(.minutes(3)))
+struct SystemdTests {
+    @Test("sd_notify: READY, STATUS, RELOADING with MONOTONIC_USEC then READY, STOPPING, in order", arguments: [false, true])
+    func notifyProtocol(abstract: Bool) async throws {
+        let notify = try NotifySocket(abstract: abstract)
+        try await withDaemon(environment: ["NOTIFY_SOCKET": notify.address]) { _, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            let ready = try #require(await notify.wait { $0.fields["READY"] == "1" })
+            #expect(await notify.wait { $0.fields["STATUS"]?.hasPrefix("token fresh (age ") == true } != nil)
+            let status = try #require(notify.messages.last { $0.fields["STATUS"] != nil }?.fields["STATUS"])
+            #expect(status.contains("foreground") && status.contains("next refresh in"), "\(status)")
+
+            let before = monotonicMicroseconds()
+            daemon.signal(SIGHUP)
+            let reloading = try #require(await notify.wait { $0.fields["RELOADING"] == "1" })
+            let stamp = try #require(reloading.fields["MONOTONIC_USEC"].flatMap { Int64($0) })
+            #expect(stamp >= before && stamp <= monotonicMicroseconds(), "MONOTONIC_USEC is CLOCK_MONOTONIC")
+            let readyAgain = try #require(await notify.wait { $0.fields["READY"] == "1" && $0.at > reloading.at })
+            #expect(readyAgain.at > ready.at)
+
+            daemon.signal(SIGUSR2)
+            #expect(await notify.wait { $0.fields["STATUS"]?.contains("background") == true } != nil, "STATUS after every state change")
+            #expect(await daemon.stop() == 0)
+            let stopping = try #require(notify.messages.firstIndex { $0.fields["STOPPING"] == "1" })
+            #expect(notify.messages[stopping...].allSatisfy { $0.fields["READY"] == nil }, "nothing claims readiness after STOPPING")
+        }
+        notify.close()
+    }
+
+    @Test("a failing start says why: STATUS (and ERRNO) before exit 78 or 71")
+    func failingStartNotifies() async throws {
+        let notify = try NotifySocket(abstract: false)
+        let daemon = try DaemonProcess(service: nil, arguments: ["--domain-name", "co.uk"], environment: ["NOTIFY_SOCKET": notify.address])
+        #expect(await daemon.waitForExit() == 78)
+        let status = await notify.wait { $0.fields["STATUS"] != nil }
+        #expect(status?.fields["STATUS"]?.hasPrefix("invalid configuration") == true)
+        await daemon.stop()
+        notify.close()
+    }
+
+    @Test("the watchdog is pinged at half its interval while the provider answers, and not once it is wedged")
+    func watchdog() async throws {
+        let notify = try NotifySocket(abstract: false)
+        // WATCHDOG_USEC 2 s: a ping each second; the wedge comes 4 s after the first token.
+        try await withDaemon(
+            environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "4"],
+            executable: "waf-tokend-wedge"
+        ) { _, daemon in
+            // No request before the wedge: a slow test would meet a wedged provider and wait in vain.
+            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
+            let wedgedAt = ContinuousClock.now
+            try await Task.sleep(for: .seconds(3))
+            let pings = notify.messages.filter { $0.fields["WATCHDOG"] == "1" }.map(\.at)
+            let beforeWedge = pings.filter { $0 < wedgedAt }
+            #expect(beforeWedge.count >= 3, "pinged each second while healthy (\(beforeWedge.count) pings)")
+            let gaps = zip(beforeWedge.dropFirst(), beforeWedge).map { $0 - $1 }
+            #expect(gaps.allSatisfy { $0 < .seconds(2) }, "never a gap as long as WATCHDOG_USEC: \(gaps)")
+            // One ping may have been on its way as the queue wedged; after that, silence.
+            #expect(pings.filter { $0 > wedgedAt + .milliseconds(300) }.isEmpty, "the pings stop once the provider is wedged")
+            #expect(try await curl(daemon.socketPath, "/healthz").code == 503, "/healthz sees it too")
+            daemon.signal(SIGKILL)
+        }
+        notify.close()
+    }
+
+    @Test("a watchdog meant for another process (WATCHDOG_PID) is not pinged")
+    func watchdogForAnotherProcess() async throws {
+        let notify = try NotifySocket(abstract: false)
+        try await withDaemon(environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "200000", "WATCHDOG_PID": "1"]) { _, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            #expect(await notify.wait { $0.fields["READY"] == "1" } != nil)
+            try await Task.sleep(for: .seconds(1))
+            #expect(notify.messages.allSatisfy { $0.fields["WATCHDOG"] == nil })
+        }
+        notify.close()
+    }
+
+    @Test("readiness.waitForToken: EXTEND_TIMEOUT_USEC while waiting, READY=1 once a token is cached")
+    func readyAfterFirstToken() async throws {
+        let notify = try NotifySocket(abstract: true)
+        // Every fetch fails until the test lifts the fault: no token, so no READY, however long it takes.
+        try await withDaemon(
+            service: ["--fail-next", "1000000", "--fault-target", "inputs"],
+            daemon: ["--readiness-wait-for-token", "true"],
+            environment: ["NOTIFY_SOCKET": notify.address]
+        ) { service, daemon in
+            let extend = try #require(await notify.wait { $0.fields["EXTEND_TIMEOUT_USEC"] != nil })
+            #expect(extend.fields["EXTEND_TIMEOUT_USEC"] == "30000000")
+            #expect(await notify.wait { $0.fields["STATUS"] == "waiting for the first token" } != nil)
+            #expect(await eventually { (try? await service.counters().inputs).map { $0 >= 3 } == true }, "fetches fail")
+            #expect(try await curl(daemon.socketPath, "/readyz").code == 503)
+            #expect(notify.messages.allSatisfy { $0.fields["READY"] == nil }, "not ready before the first token")
+            try await service.reset()
+            let ready = try #require(await notify.wait { $0.fields["READY"] == "1" })
+            #expect(ready.at > extend.at)
+            #expect(try await daemon.client.getToken() != nil)
+        }
+        notify.close()
+    }
+
+    @Test("socket activation: the passed socket is served, and its path is neither created nor removed")
+    func socketActivation() async throws {
+        let service = try ServiceProcess()
+        let directory = try scratchDirectory("waf-activate")
+        let socket = directory.appendingPathComponent("activated.sock").path
+        let stderr = directory.appendingPathComponent("stderr.log").path
+        // systemd-socket-activate closes every descriptor it did not open: see SpawnedProcess.
+        let activator = try SpawnedProcess("/usr/bin/systemd-socket-activate", [
+            "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+            "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
+            "--socket-path", directory.appendingPathComponent("configured.sock").path,
+        ], output: stderr)
+        #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
+
+        // The first connection starts the daemon on the socket systemd-socket-activate holds.
+        let first = try await curl(socket, "/v1/token?wait=10")
+        #expect(first.code == 200)
+        #expect(json(first.body)?["value"]?.string?.isEmpty == false)
+        #expect(try await curl(socket, "/v1/status").code == 200)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))
+        #expect(await activator.stop() == 0, "SIGTERM stops the activated daemon gracefully")
+        let log = try String(contentsOfFile: stderr, encoding: .utf8)
+        #expect(log.contains("activated=true"))
+        #expect(FileManager.default.fileExists(atPath: socket), "the passed socket's path is left to whoever made it")
+        await service.stop()
+    }
+
+    @Test("a passed socket that is not a listening Unix stream socket is refused with exit 71")
+    func socketActivationOfTheWrongKind() async throws {
+        let directory = try scratchDirectory("waf-activate")
+        let socket = directory.appendingPathComponent("datagram.sock").path
+        let output = directory.appendingPathComponent("output.log").path
+        let activator = try SpawnedProcess("/usr/bin/systemd-socket-activate", [
+            "--datagram", "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path,
+            "--config", "/dev/null", "--application-integration-url", "https://x.example.com/a/b/", "--domain-name", "example.com",
+        ], output: output)
+        #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
+        // A datagram socket is activated by its first datagram.
+        let sender = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in socket.utf8.enumerated() { raw[index] = byte }
+        }
+        let sent = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, "x", 1, 0, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        Glibc.close(sender)
+        #expect(sent == 1)
+        #expect(await activator.waitForExit() == 71)
+        let log = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(log.contains("none of the 1 sockets systemd passed is a listening Unix stream socket"), "\(log)")
+    }
+
+    @Test("journald: structured entries with MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_*, metadata fields, and no token")
+    func journal() async throws {
+        let service = try ServiceProcess()
+        let directory = try scratchDirectory("waf-journal")
+        let socket = directory.appendingPathComponent("token.sock").path
+        let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
+        // systemd sets JOURNAL_STREAM to stderr's device and inode; systemd-cat does not, so the
+        // wrapper does it the same way.
+        let script = """
+            set -e
+            mount -t tmpfs tmpfs /run
+            mkdir -p /run/systemd/journal /run/log/journal
+            /lib/systemd/systemd-journald >/dev/null 2>&1 &
+            journald=$!
+            for i in $(seq 100); do [ -S /run/systemd/journal/socket ] && break; sleep 0.05; done
+            systemd-cat -t waf-tokend-stderr sh -c 'export JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); exec "$0" "$@"' \
+                \(daemon) --config /dev/null --application-integration-url \(service.url) --domain-name 127.0.0.1 \
+                --socket-path \(socket) &
+            for i in $(seq 200); do curl -s --max-time 5 --unix-socket \(socket) 'http://localhost/v1/token?wait=10' -o /dev/null && break; sleep 0.05; done
+            curl -s --unix-socket \(socket) -X POST http://localhost/v1/refresh -o /dev/null
+            pkill -TERM -f "socket-path \(socket)"
+            sleep 1
+            journalctl --directory /run/log/journal -o json --no-pager
+            kill $journald
+            """
+        let result = try await run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/usr/bin/bash", "-c", script])
+        let entries = result.stdout.split(separator: "\n").compactMap { JSONValue.parse(Array($0.utf8)) }
+        let ours = entries.filter { $0["SYSLOG_IDENTIFIER"] == .string("waf-tokend") }
+        #expect(ours.count >= 3, "entries: \(entries.count), stderr: \(result.stderr)")
+        let fetched = try #require(ours.first { $0["MESSAGE"] == .string("token fetched") })
+        #expect(fetched["PRIORITY"] == .string("6"))
+        #expect(fetched["CODE_FILE"]?.string?.hasSuffix("ProviderDriver.swift") == true)
+        #expect(fetched["CODE_LINE"]?.string.flatMap { Int($0) } != nil)
+        #expect(fetched["CODE_FUNC"]?.string?.isEmpty == false)
+        #expect(fetched["TOKEN_FINGERPRINT"]?.string?.count == 8)
+        #expect(fetched["_TRANSPORT"] == .string("journal"), "written natively, not as stderr lines")
+        #expect(ours.contains { $0["MESSAGE"] == .string("stopped") })
+        let minted = try await service.mintedTokens()
+        #expect(minted.count >= 2)
+        #expect(minted.allSatisfy { !result.stdout.contains($0) }, "no token value in the journal")
+        await service.stop()
+    }
+
+    @Test("the unit files pass systemd-analyze verify, and the service rates at most 1.0 on security")
+    func unitFiles() async throws {
+        let directory = try scratchDirectory("waf-units")
+        // verify wants the executable to exist: point the copy at the one just built.
+        let service = try String(contentsOf: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
+            .replacingOccurrences(of: "/usr/bin/waf-tokend", with: productsDirectory.appendingPathComponent("waf-tokend").path)
+        try service.write(to: directory.appendingPathComponent("waf-tokend.service"), atomically: true, encoding: .utf8)
+        try FileManager.default.copyItem(at: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.socket"), to: directory.appendingPathComponent("waf-tokend.socket"))
+        let verify = try await run("/usr/bin/systemd-analyze", [
+            "verify", "--man=no", directory.appendingPathComponent("waf-tokend.service").path, directory.appendingPathComponent("waf-tokend.socket").path,
+        ])
+        #expect(verify.status == 0 && verify.stderr.isEmpty, "\(verify.stderr)")
+
+        let security = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
+        let line = try #require(security.stdout.split(separator: "\n").first { $0.contains("Overall exposure level") })
+        let score = try #require(line.split(separator: " ").compactMap { Double($0) }.first)
+        #expect(score <= 1.0, "\(line)")
+        let units = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--threshold=10", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
+        #expect(units.status == 0)
+    }
+
+    @Test("journal field names: upper case, [A-Z0-9_], never a leading underscore or digit")
+    func journalFieldNames() {
+        #expect(JournalLogHandler.fieldName("token.fingerprint") == "TOKEN_FINGERPRINT")
+        #expect(JournalLogHandler.fieldName("_private") == "PRIVATE")
+        #expect(JournalLogHandler.fieldName("9lives") == "F_9LIVES")
+        #expect(JournalLogHandler.fieldName("consecutive_failures") == "CONSECUTIVE_FAILURES")
+        #expect(JournalLogHandler.fieldName("ünïcode-key") == "_N_CODE_KEY".drop { $0 == "_" }.description)
+        #expect(JournalLogHandler.fieldName("___") == nil)
+        #expect(JournalLogHandler.fieldName(String(repeating: "a", count: 100))?.count == 64)
+    }
+}

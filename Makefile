@@ -4,7 +4,7 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-fleet mutants
+.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-fleet mutants fuzz fuzz-ci test-reliability
 
 deps:
 	@scripts/install-deps.sh
@@ -31,8 +31,10 @@ demo: deps
 
 # The whole suite, as CI runs it. The container test installs the static release build.
 test: deps release
+	scripts/check-rule-ids.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test
+	$(SWIFT) test --skip WAFReliabilityTests
+	$(SWIFT) test --skip-build --filter WAFReliabilityTests
 
 # The provider core, the wire format, the solvers and the local service's issuers under the thread
 # sanitizer, in a build folder of its own. The suites over real HTTP and processes are left out:
@@ -57,3 +59,16 @@ bench-fleet: deps
 # fail on each within a time limit (a package of its own in .build-mutants/).
 mutants: deps
 	scripts/mutants.py
+
+# Coverage-guided fuzzing (libFuzzer, AddressSanitizer) of every target in Fuzz/, FUZZ_SECONDS each.
+fuzz: deps
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-600} scripts/fuzz.sh
+
+# The short pass CI runs: every target for a bounded time.
+fuzz-ci: deps
+	FUZZ_SECONDS=$${FUZZ_SECONDS:-20} scripts/fuzz.sh
+
+# The reliability suite at full scale: 1,000 kills, 10,000 signals, the whole fault matrix,
+# floods and a soak of 10 million reads; each prints its figures. `make test` runs it bounded.
+test-reliability: deps release
+	WAF_RELIABILITY=full $(SWIFT) test --filter WAFReliabilityTests

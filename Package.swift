@@ -180,6 +180,11 @@ let package = Package(
             name: "WAFDaemonClientTests",
             dependencies: ["WAFDaemonClient", "WAFTestSupport", "waf-tokend", "waf-token-service"],
             swiftSettings: strict),
+        // Faults, kills, signal storms, floods and a soak against the real daemon; bounded here,
+        // full with WAF_RELIABILITY=full (make test-reliability).
+        .testTarget(
+            name: "WAFReliabilityTests", dependencies: ["WAFTestSupport", "WAFChallenge", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
+            swiftSettings: strict),
         .testTarget(
             name: "WAFTokenCtlTests", dependencies: ["WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),

@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
     pkg-config
     libpsl-dev publicsuffix      # Public Suffix List (CFG-2)
+    libyaml-dev                  # the configuration file
     openssl                      # test certificates for the https tests
     python3                      # the proof-of-work benchmark's reference figures; a test's client crowd
     curl                         # the tests talk to the socket as an operator would

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// A challenge from `GET /inputs` (TOKEN-SERVICE-PROTOCOL.md §1), checked field by field.
+/// A challenge from `GET /inputs` (docs/protocol.md §1), checked field by field.
 public struct Challenge: Sendable, Hashable {
     public static let difficultyRange = 0...32
     public static let defaultMemory = 128

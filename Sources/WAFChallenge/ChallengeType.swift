@@ -1,4 +1,4 @@
-/// The challenge types of the token service (TOKEN-SERVICE-PROTOCOL.md §2), by their wire ids.
+/// The challenge types of the token service (docs/protocol.md §2), by their wire ids.
 public enum ChallengeType: String, Sendable, CaseIterable, Hashable {
     case sha256 = "h7b0c470f0cfe3a80a9e26526ad185f484f6817d0832712a4a37a908786a6a67f"
     case pbkdf2 = "ha9b63f35b78882a4dfba8217c4dafe6b9c2706613ea5f942761cfb370c2f2d1d"

@@ -2,7 +2,7 @@ import Crypto
 import _CryptoExtras
 
 /// One proof-of-work puzzle: find a nonce whose digest of `input + checksum + nonce` has at least
-/// `difficulty` leading zero bits (TOKEN-SERVICE-PROTOCOL.md §2).
+/// `difficulty` leading zero bits (docs/protocol.md §2).
 public struct ProofOfWork: Sendable, Hashable {
     public static let pbkdf2Iterations = 1000
     public static let pbkdf2SaltLength = 12

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The body of `POST …/verify` (TOKEN-SERVICE-PROTOCOL.md §3).
+/// The body of `POST …/verify` (docs/protocol.md §3).
 public struct VerifyRequest: Sendable, Hashable, Codable {
     public struct ChallengeEcho: Sendable, Hashable, Codable {
         public var input: String

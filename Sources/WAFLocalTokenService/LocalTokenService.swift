@@ -14,7 +14,7 @@ import Foundation
 #endif
 
 /// A self-contained token service for demos, tests and benchmarks: AWS WAF's server side as
-/// TOKEN-SERVICE-PROTOCOL.md describes it, with a WAF-like protected resource, fault injection and
+/// docs/protocol.md describes it, with a WAF-like protected resource, fault injection and
 /// counters.
 public final class LocalTokenService: Sendable {
     public struct ConfigurationError: Error, CustomStringConvertible {

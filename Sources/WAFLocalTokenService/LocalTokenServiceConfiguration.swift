@@ -1,6 +1,6 @@
 import WAFChallenge
 
-/// How the local token service runs (TOKEN-SERVICE-PROTOCOL.md, "The local token service").
+/// How the local token service runs (docs/protocol.md, "The local token service").
 public struct LocalTokenServiceConfiguration: Sendable {
     public var host: String
     /// 0 picks any free port.

@@ -42,7 +42,7 @@ public final class Container: @unchecked Sendable {
             mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
             eval "$(apt-config shell proxy Acquire::http::Proxy 2>/dev/null || true)"
             if [ -n "${proxy:-}" ]; then export http_proxy="$proxy"; fi
-            debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libsystemd0,libpsl5,publicsuffix \
+            debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libsystemd0,libpsl5,publicsuffix,libyaml-0-2 \
                 bookworm '\(scratch.path)' "${mirror:-http://deb.debian.org/debian}" > '\(cache.path)/debootstrap.log' 2>&1 \
                 || { tail -20 '\(cache.path)/debootstrap.log' >&2; exit 1; }
             mv '\(scratch.path)' '\(root.path)'

@@ -1,5 +1,4 @@
 import Foundation
-import Testing
 import WAFChallenge
 
 /// A local token service process and a `waf-tokend` process in front of it, for `body`. Both are
@@ -7,7 +6,7 @@ import WAFChallenge
 /// ever issued: the value may go out only over the socket and into the sinks, never into output.
 public func withDaemon(
     service serviceArguments: [String] = [], daemon arguments: [String] = [], environment: [String: String] = [:],
-    configFile: String? = nil, executable: String = "waf-tokend", sourceLocation: SourceLocation = #_sourceLocation,
+    configFile: String? = nil, executable: String = "waf-tokend",
     _ body: (ServiceProcess, DaemonProcess) async throws -> Void
 ) async throws {
     let service = try ServiceProcess(serviceArguments)
@@ -26,14 +25,24 @@ public func withDaemon(
         failure = error
     }
     await daemon.stop()
-    await expectNoLeaks(daemon, service: service, sourceLocation: sourceLocation)
+    let leak = await expectNoLeaks(daemon, service: service)
     await service.stop()
     if let failure { throw failure }
+    if let leak { throw leak }
 }
 
-public func expectNoLeaks(_ daemon: DaemonProcess, service: ServiceProcess, sourceLocation: SourceLocation = #_sourceLocation) async {
+/// The daemon printed a token value: a test that sees this fails.
+public struct TokenLeaked: Error, Equatable, CustomStringConvertible {
+    public let count: Int
+    public var description: String { "the daemon printed \(count) token value\(count == 1 ? "" : "s")" }
+}
+
+/// Nil when nothing the daemon printed holds a token the service issued.
+@discardableResult
+public func expectNoLeaks(_ daemon: DaemonProcess, service: ServiceProcess) async -> TokenLeaked? {
     let minted = (try? await service.mintedTokens()) ?? []
-    #expect(daemon.leaked(minted).isEmpty, "the daemon printed a token value", sourceLocation: sourceLocation)
+    let leaked = daemon.leaked(minted)
+    return leaked.isEmpty ? nil : TokenLeaked(count: leaked.count)
 }
 
 /// The JSON body of a curl answer.

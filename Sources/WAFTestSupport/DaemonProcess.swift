@@ -37,7 +37,7 @@ public final class DaemonProcess: @unchecked Sendable {
             if let index = arguments.firstIndex(of: "--config") { arguments.removeSubrange(index...index + 1) }
             arguments += ["--config", path.path]
         }
-        process.executableURL = productsDirectory.appendingPathComponent(executable)
+        process.executableURL = executable.hasPrefix("/") ? URL(fileURLWithPath: executable) : productsDirectory.appendingPathComponent(executable)
         process.arguments = arguments + extra
         // Only what the test sets: nothing of the runner's own WAF_TOKEND_*, systemd or journal state.
         var base = ProcessInfo.processInfo.environment.filter { key, _ in

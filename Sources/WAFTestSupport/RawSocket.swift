@@ -8,6 +8,8 @@ import Glibc
 /// silence, a byte a second.
 public final class RawSocket: @unchecked Sendable {
     public let descriptor: Int32
+    /// Bytes received beyond the last complete response (`nextResponse`).
+    private var pending: [UInt8] = []
 
     public init(path: String) throws {
         descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -69,5 +71,39 @@ public final class RawSocket: @unchecked Sendable {
         let text = String(decoding: bytes, as: UTF8.self)
         let status = text.hasPrefix("HTTP/1.") ? Int(text.dropFirst(9).prefix(3)) : nil
         return (status, text, closed)
+    }
+
+    /// The next complete response (its head, and a body of its Content-Length), nil when none is
+    /// complete within `timeout`. Bytes of later responses are kept for the next call.
+    public func nextResponse(timeout: Duration) -> (status: Int, text: String)? {
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            if let (status, length) = Self.completeResponse(in: pending) {
+                let text = String(decoding: pending.prefix(length), as: UTF8.self)
+                pending.removeFirst(length)
+                return (status, text)
+            }
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return nil }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            guard poll(&poller, 1, milliseconds) > 0 else { return nil }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { return nil }
+            pending += buffer.prefix(count)
+        }
+    }
+
+    /// The status and total length of the first response in `bytes`, if it is all there.
+    private static func completeResponse(in bytes: [UInt8]) -> (status: Int, length: Int)? {
+        let separator: [UInt8] = [13, 10, 13, 10]
+        guard bytes.count >= 4, let end = (0...(bytes.count - 4)).first(where: { bytes[$0..<($0 + 4)].elementsEqual(separator) }) else { return nil }
+        let head = String(decoding: bytes[..<end], as: UTF8.self)
+        guard head.hasPrefix("HTTP/1."), let status = Int(head.dropFirst(9).prefix(3)) else { return nil }
+        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+            .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
+        let total = end + 4 + length
+        return bytes.count >= total ? (status, total) : nil
     }
 }

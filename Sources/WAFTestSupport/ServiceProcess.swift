@@ -78,6 +78,14 @@ public final class ServiceProcess: @unchecked Sendable {
         _ = try await http.execute(request, timeout: .seconds(5))
     }
 
+    /// Delays every token-service answer by `milliseconds` from now on.
+    public func setLatency(milliseconds: Int) async throws {
+        var request = HTTPClientRequest(url: origin + "/__admin/faults")
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: #"{"latencyMilliseconds": \#(milliseconds)}"#))
+        _ = try await http.execute(request, timeout: .seconds(5))
+    }
+
     public func counters() async throws -> ServiceCounters {
         let response = try await http.execute(HTTPClientRequest(url: origin + "/__admin/counters"), timeout: .seconds(5))
         let body = try await response.body.collect(upTo: 16 << 20)

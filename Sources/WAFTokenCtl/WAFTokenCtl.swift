@@ -14,7 +14,7 @@ import Glibc
 
 /// `waf-tokenctl`: the daemon's command-line client. The token alone goes to stdout, messages to
 /// stderr; exit 0 on success, 69 when there is no token or no daemon, 77 when the daemon refuses
-/// this user, 64 on a usage error (SIDECAR.md).
+/// this user, 64 on a usage error (README, waf-tokenctl).
 public struct WAFTokenCtl: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "waf-tokenctl",

@@ -19,7 +19,7 @@ import Foundation
 #endif
 
 /// The provider's client to an AWS WAF token service (or the local one), on AsyncHTTPClient:
-/// `GET …/inputs`, solve, `POST …/verify` (TOKEN-SERVICE-PROTOCOL.md). One call is one attempt;
+/// `GET …/inputs`, solve, `POST …/verify` (docs/protocol.md). One call is one attempt;
 /// the provider's retry rules decide what follows a failure.
 public final class HTTPTokenFetcher: WAFTokenFetcher {
     public struct Settings: Sendable {

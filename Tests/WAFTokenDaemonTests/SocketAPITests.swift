@@ -6,7 +6,7 @@ import WAFTestSupport
 import WAFDaemonClient
 import WAFTokenCore
 
-/// The socket API of SIDECAR.md, against the real daemon and the real local token service, with
+/// The socket API (README, "The socket API"), against the real daemon and the real local token service, with
 /// curl as the client (what an operator or a shell script would use).
 @Suite("Socket API", .timeLimit(.minutes(2)))
 struct SocketAPITests {

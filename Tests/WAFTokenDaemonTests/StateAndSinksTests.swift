@@ -5,11 +5,16 @@ import WAFTestSupport
 
 @Suite("Sinks and state", .timeLimit(.minutes(2)))
 struct StateAndSinksTests {
-    @Test("the token file and the cookie jar are rewritten on every token; curl -b with the jar passes the protected resource")
-    func sinks() async throws {
+    @Test("STATE-3: the token file and the cookie jar are rewritten on every token; curl -b with the jar passes the protected resource")
+    func STATE3_sinksRewrittenOnEveryToken() async throws {
         let directory = try scratchDirectory("waf-sinks")
         let tokenFile = directory.appendingPathComponent("token").path
         let jar = directory.appendingPathComponent("cookies.txt").path
+        // What a writer killed between its temporary file and the rename leaves behind.
+        for leftover in [".token.Qw3rTy", ".cookies.txt.Zx9cVb"] {
+            try "a whole token".write(to: directory.appendingPathComponent(leftover), atomically: false, encoding: .utf8)
+        }
+        try "not ours".write(to: directory.appendingPathComponent(".token.keep"), atomically: false, encoding: .utf8)
         try await withDaemon(daemon: ["--sinks-token-file", tokenFile, "--sinks-cookie-jar", jar]) { service, daemon in
             let first = try await daemon.client.tokenReady(wait: .seconds(10))
             #expect(await eventually { (try? String(contentsOfFile: tokenFile, encoding: .utf8)) == first.value })
@@ -31,12 +36,12 @@ struct StateAndSinksTests {
             #expect(await eventually { (try? String(contentsOfFile: tokenFile, encoding: .utf8)) == second.value })
             #expect(await eventually { (try? String(contentsOfFile: jar, encoding: .utf8))?.contains(second.value) == true })
             let leftovers = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasPrefix(".") }
-            #expect(leftovers.isEmpty, "no temporary files left behind: \(leftovers)")
+            #expect(leftovers == [".token.keep"], "an earlier run's temporaries removed, nobody else's files touched: \(leftovers)")
         }
     }
 
-    @Test("a restarted daemon serves a still-fresh saved token at once, without fetching")
-    func restartWithFreshState() async throws {
+    @Test("STATE-1: a restarted daemon serves a still-fresh saved token at once, without fetching")
+    func STATE1_freshSavedTokenServedAtOnce() async throws {
         let service = try ServiceProcess()
         let state = FileManager.default.temporaryDirectory.appendingPathComponent("waf-state-\(UUID().uuidString.prefix(8))").path
         let first = try await DaemonProcess.serving(service: service, arguments: ["--state-directory", state])
@@ -52,13 +57,13 @@ struct StateAndSinksTests {
         #expect(served.stale == false)
         #expect(try await service.counters().inputs == fetchesBefore, "no fetch for a fresh saved token")
         await second.stop()
-        await expectNoLeaks(first, service: service)
-        await expectNoLeaks(second, service: service)
+        #expect(await expectNoLeaks(first, service: service) == nil)
+        #expect(await expectNoLeaks(second, service: service) == nil)
         await service.stop()
     }
 
-    @Test("an old saved token is loaded as stale and refreshed at once")
-    func restartWithOldState() async throws {
+    @Test("STATE-1: an old saved token is loaded as stale and refreshed at once")
+    func STATE1_oldSavedTokenRefreshedAtOnce() async throws {
         // Every fetch fails until the test lifts the fault: the old token is all there is while it
         // is checked, however slowly this machine gets there.
         let service = try ServiceProcess(["--fail-next", "1000000", "--fault-target", "inputs"])
@@ -81,8 +86,8 @@ struct StateAndSinksTests {
         await service.stop()
     }
 
-    @Test("a damaged, unreadable or non-regular saved token is set aside and the daemon starts without it; a state directory it cannot look into is exit 71")
-    func damagedState() async throws {
+    @Test("STATE-2: a damaged, unreadable or non-regular saved token is set aside and the daemon starts without it; a state directory it cannot look into is exit 71")
+    func STATE2_damagedStateSetAside() async throws {
         let service = try ServiceProcess()
         let state = try scratchDirectory("waf-state")
         let file = state.appendingPathComponent("token.json")
@@ -108,6 +113,38 @@ struct StateAndSinksTests {
         #expect(await blocked.waitForExit() == 71)
         #expect(blocked.stderr.contains("waf-tokend: cannot read the saved token"))
         await blocked.stop()
+        await service.stop()
+    }
+
+    @Test("STATE-4: a reload to another domain clears the token file, cookie jar and state file at once; then they hold the new identity's token only")
+    func STATE4_identityChangeClearsEveryFile() async throws {
+        let directory = try scratchDirectory("waf-identity")
+        let tokenFile = directory.appendingPathComponent("token").path
+        let jar = directory.appendingPathComponent("cookies.txt").path
+        let state = directory.appendingPathComponent("state")
+        let service = try ServiceProcess(["--token-domain", "other.example.org"])
+        func config(_ domain: String) -> String {
+            "applicationIntegrationUrl: \(service.url)\ndomainName: \(domain)\nsinks:\n  tokenFile: \(tokenFile)\n  cookieJar: \(jar)\nstateDirectory: \(state.path)\n"
+        }
+        let daemon = try await DaemonProcess.serving(service: nil, configFile: config("127.0.0.1"))
+        let first = try await daemon.client.tokenReady(wait: .seconds(10))
+        #expect(await eventually { (try? String(contentsOfFile: tokenFile, encoding: .utf8)) == first.value })
+        // Hold the next fetch, so that the moment between the drop and the new token can be seen.
+        try await service.setLatency(milliseconds: 3000)
+        try config("other.example.org").write(toFile: daemon.directory.appendingPathComponent("daemon.yaml").path, atomically: true, encoding: .utf8)
+        daemon.signal(SIGHUP)
+        #expect(await eventually { !FileManager.default.fileExists(atPath: tokenFile) }, "the old token is gone from the token file")
+        #expect(!FileManager.default.fileExists(atPath: jar) && !FileManager.default.fileExists(atPath: state.appendingPathComponent("token.json").path))
+        #expect(try await curl(daemon.socketPath, "/v1/token").code == 503, "and from memory")
+        let second = try await daemon.client.tokenReady(wait: .seconds(20))
+        #expect(second.value != first.value)
+        #expect(await eventually { (try? String(contentsOfFile: tokenFile, encoding: .utf8)) == second.value })
+        let saved = state.appendingPathComponent("token.json").path
+        func record() -> JSONValue? { FileManager.default.contents(atPath: saved).flatMap { JSONValue.parse(Array($0)) } }
+        #expect(await eventually { record()?["value"]?.string == second.value })
+        #expect(record()?["domainName"]?.string == "other.example.org")
+        await daemon.stop()
+        #expect(await expectNoLeaks(daemon, service: service) == nil)
         await service.stop()
     }
 }

@@ -53,25 +53,6 @@ public struct WAFConfiguration: Sendable, Hashable {
         try self.init(settings: settings)
     }
 
-    public init(
-        applicationIntegrationUrl: URL,
-        domainName: String,
-        backgroundRefreshEnabled: Bool = true,
-        maxErrorTokenRefreshDelayMsec: Int = defaultMaxErrorTokenRefreshDelayMsec,
-        maxRetryCount: Int? = nil,
-        setTokenCookie: Bool = true,
-        tokenCookiePath: String = defaultTokenCookiePath,
-        tokenRefreshDelaySec: Int? = nil,
-        ranges: WAFRangeProfile = .seed
-    ) throws(WAFConfigurationError) {
-        try self.init(
-            applicationIntegrationUrl: applicationIntegrationUrl.absoluteString, domainName: domainName,
-            backgroundRefreshEnabled: backgroundRefreshEnabled,
-            maxErrorTokenRefreshDelayMsec: maxErrorTokenRefreshDelayMsec, maxRetryCount: maxRetryCount,
-            setTokenCookie: setTokenCookie, tokenCookiePath: tokenCookiePath,
-            tokenRefreshDelaySec: tokenRefreshDelaySec, ranges: ranges)
-    }
-
     /// Builds a configuration from settings as sources give them (a YAML file, environment
     /// variables, command-line options), keyed by the SDK's names. Wrong types, unknown keys,
     /// missing required keys and out-of-range values are all reported together (CFG-9).

@@ -198,7 +198,7 @@ public final class WAFTokenProvider: Sendable {
         scheduler.execute { [driver] in driver.removeObserver(id: id) }
     }
 
-    /// Applies new settings (the daemon's reload; SIDECAR.md, Reload).
+    /// Applies new settings (the daemon's reload; RELOAD-1…5).
     public func reconfigure(
         _ configuration: WAFConfiguration, lifecycleProfile: WAFLifecycleProfile, jitter: Bool, cookieSecure: Bool
     ) {

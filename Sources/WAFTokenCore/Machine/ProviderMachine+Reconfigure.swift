@@ -12,7 +12,7 @@ extension ProviderMachine {
         }
     }
 
-    // MARK: Reconfigure (SIDECAR.md, Reload)
+    // MARK: Reconfigure (docs/rules.md, RELOAD-2)
 
     /// Applies new settings. The same identity keeps the token, the schedule and the retry
     /// position: the new values apply from the next wait on, so a burst of reloads is never a burst

@@ -4,7 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The provider's decisions (PROVIDER-RULES.md) as a value: it takes an event and the current
+/// The provider's decisions (docs/rules.md) as a value: it takes an event and the current
 /// instant and returns the actions to perform. It holds no queue, timer, client or clock, so every
 /// rule is checked without I/O; `ProviderDriver` performs the actions and feeds the results back,
 /// tagged with the ids handed out here so that a late result of a cancelled fetch or timer is

@@ -16,7 +16,7 @@ public enum WAFTokenOrigin: String, Sendable, Hashable {
 public enum WAFProviderEvent: Sendable {
     /// A new token is cached (or, with background refresh disabled, was handed out).
     case tokenUpdated(WAFToken, origin: WAFTokenOrigin)
-    /// The token was dropped: the identity changed (SIDECAR.md, Reload).
+    /// The token was dropped: the identity changed (docs/rules.md, RELOAD-2).
     case tokenDropped
     /// The lifecycle state changed, or background refresh was paused (LIFE-3).
     case lifecycleChanged(WAFProviderStatus.Lifecycle)

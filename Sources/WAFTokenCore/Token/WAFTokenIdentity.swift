@@ -1,6 +1,6 @@
 /// Whom a token belongs to: the web ACL's token service and the domain it was fetched for.
 ///
-/// A token is good only for its identity (SIDECAR.md, Reload): a reload that changes either part
+/// A token is good only for its identity (docs/rules.md, RELOAD-2): a reload that changes either part
 /// drops the token everywhere, and nothing is ever stored under another identity.
 public struct WAFTokenIdentity: Sendable, Hashable, CustomStringConvertible {
     /// The application integration URL without its trailing `/` (CFG-1).

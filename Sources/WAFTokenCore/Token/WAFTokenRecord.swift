@@ -1,5 +1,5 @@
 /// A token as it is to be stored for its identity (the daemon's state file and sinks), or, with no
-/// token, the order to remove what is stored: the identity changed (SIDECAR.md, Reload).
+/// token, the order to remove what is stored: the identity changed (docs/rules.md, RELOAD-2).
 public struct WAFTokenRecord: Sendable, Hashable {
     public let identity: WAFTokenIdentity
     public let token: WAFToken?

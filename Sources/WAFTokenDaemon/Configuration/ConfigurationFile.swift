@@ -32,6 +32,16 @@ struct ConfigurationFile {
             unusable = true
             return
         }
+        parse(bytes)
+    }
+
+    /// The file's contents as given (fuzzing and tests), under the name `path`.
+    init(path: String, bytes: [UInt8]) {
+        self.path = path
+        parse(bytes)
+    }
+
+    private mutating func parse(_ bytes: [UInt8]) {
         do throws(YAMLDocument.ParseError) {
             guard let root = try YAMLDocument.parse(bytes) else { return }
             walk(root)
@@ -59,7 +69,7 @@ struct ConfigurationFile {
                 unknown("(\(pair.key.kind) as a key)", known: Keys.all.map { $0.section ?? $0.name })
                 continue
             }
-            let name = key.text
+            let name = Self.printable(key.text)
             if let spec = Keys.byName[name] {
                 record(spec, pair.value)
             } else if sections.contains(name) {
@@ -75,7 +85,7 @@ struct ConfigurationFile {
         case .mapping(let pairs):
             for pair in pairs {
                 guard case .scalar(let key) = pair.key else { continue }
-                let dotted = "\(name).\(key.text)"
+                let dotted = "\(name).\(Self.printable(key.text))"
                 if let spec = Keys.byName[dotted] {
                     record(spec, pair.value)
                 } else {
@@ -96,6 +106,12 @@ struct ConfigurationFile {
             issues.append(WAFConfigurationIssue(key: spec.name, value: nil, problem: "is given twice (in \(path))", allowed: spec.allowed))
         }
         values[spec.name] = node
+    }
+
+    /// A key as an error message may show it: a name with anything but printable ASCII quoted
+    /// and escaped, so that every problem stays one line.
+    static func printable(_ key: String) -> String {
+        key.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F } && !key.isEmpty ? key : key.debugDescription
     }
 
     private mutating func unknown(_ name: String, known: [String]) {

@@ -7,7 +7,10 @@ import WAFTokenCore
 /// from (CFG-9), never replaced by a default; every problem is reported at once.
 public enum ConfigurationLoader {
     public static func load(_ sources: ConfigurationSources) -> Result<DaemonConfiguration, WAFConfigurationError> {
-        let file = ConfigurationFile(path: sources.filePath, required: sources.file != nil)
+        load(sources, file: ConfigurationFile(path: sources.filePath, required: sources.file != nil))
+    }
+
+    static func load(_ sources: ConfigurationSources, file: ConfigurationFile) -> Result<DaemonConfiguration, WAFConfigurationError> {
         if file.unusable { return .failure(WAFConfigurationError(issues: file.issues)) }
         var issues = file.issues
         let commandLine = InMemoryProvider(name: "command line", values: inMemory(sources.commandLine))

@@ -14,7 +14,7 @@ import Glibc
 #endif
 
 /// The last token, its fetch time and its identity in `stateDirectory/token.json`, so that a
-/// restarted daemon serves a still-fresh token at once (SIDECAR.md, Sinks and state).
+/// restarted daemon serves a still-fresh token at once (STATE-1).
 struct StateStore: Sendable {
     struct Record: Codable, Sendable, Equatable {
         var value: String
@@ -44,16 +44,20 @@ struct StateStore: Sendable {
         guard info.st_mode & S_IFMT == S_IFREG else { return setAside("it is not a regular file", logger: logger) }
         guard let bytes = Self.read(path) else { return setAside("it cannot be read: \(String(cString: strerror(errno)))", logger: logger) }
         guard bytes.count <= Self.maximumBytes else { return setAside("it is larger than 64 KiB", logger: logger) }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        guard let record = try? decoder.decode(Record.self, from: Data(bytes)), VerifyOutcome.isUsableToken(record.value) else {
-            return setAside("it is not a saved token", logger: logger)
-        }
+        guard let record = Self.decode(bytes) else { return setAside("it is not a saved token", logger: logger) }
         guard record.applicationIntegrationUrl == identity.tokenServiceBaseURL, record.domainName == identity.domainName else {
             logger.info("the saved token is for another web ACL or domain; not used", metadata: ["path": "\(path)"])
             return nil
         }
         return .init(value: record.value, fetchedAt: record.fetchedAt)
+    }
+
+    /// The record in `bytes`, nil unless it is one with a token fit for a cookie.
+    static func decode(_ bytes: [UInt8]) -> Record? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        guard let record = try? decoder.decode(Record.self, from: Data(bytes)), VerifyOutcome.isUsableToken(record.value) else { return nil }
+        return record
     }
 
     /// Saves `token` for `identity` (mode 0600: a bearer secret), creating the directory if needed.

@@ -8,7 +8,7 @@ import WAFTokenCore
 /// file, written from the provider's records in the order they come, on one serial queue: a slower
 /// write of an older token never overwrites a newer one. It holds what it writes to one identity at
 /// a time: a record of another identity is dropped, and a change of identity clears every file at
-/// once (SIDECAR.md, Reload and Sinks).
+/// once (STATE-3, STATE-4).
 final class TokenPersistence: Service, @unchecked Sendable {
     struct Target: Sendable, Equatable {
         var identity: WAFTokenIdentity

@@ -1,4 +1,4 @@
-/// Why the daemon stops, with the exit code of the contract (SIDECAR.md): 78 invalid
+/// Why the daemon stops, with the exit code of the contract (README, "Running"): 78 invalid
 /// configuration, 71 the socket cannot be bound or the state cannot be read, 1 anything else.
 public struct DaemonFailure: Error, Sendable, CustomStringConvertible {
     public enum Code: Int32, Sendable {

@@ -1,7 +1,7 @@
 import Logging
 import ServiceLifecycle
 
-/// Serves until the graceful stop begins, then stops accepting and drains (SIDECAR.md: finish
+/// Serves until the graceful stop begins, then stops accepting and drains (README, "Running": finish
 /// requests in flight, bounded, notify STOPPING).
 struct SocketServerService: Service {
     static let grace = Duration.seconds(5)

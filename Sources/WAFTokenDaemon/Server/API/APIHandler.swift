@@ -8,7 +8,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The socket API behind NIOHTTP1 (SIDECAR.md "The socket API"): one request at a time (the
+/// The socket API behind NIOHTTP1 (README, "The socket API"): one request at a time (the
 /// pipeline handler before it orders pipelined requests), answered at once or, for the calls that
 /// wait on the provider, later on the connection's event loop.
 final class APIHandler: ChannelInboundHandler {

@@ -12,7 +12,7 @@ import Foundation
 extension APIHandler {
     // MARK: /v1/token, /v1/refresh
 
-    /// `getToken()`; with `?wait=`, `onTokenReady()` (SIDECAR.md).
+    /// `getToken()`; with `?wait=`, `onTokenReady()` (README, waf-tokenctl).
     func token(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
         let provider = api.provider

@@ -1,0 +1,86 @@
+import Foundation
+
+/// What /proc says about a process: resident memory and open descriptors.
+public enum ProcessReadings {
+    /// Resident set size in KiB, nil when the process is gone.
+    public static func residentKiB(_ pid: Int32) -> Int? {
+        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
+        return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+    }
+
+    public static func openDescriptors(_ pid: Int32) -> Int? {
+        (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
+    }
+}
+
+/// A memory cgroup with a limit, as systemd's `MemoryMax=` makes one: cgroup v2 where the host
+/// has it unified, else the v1 memory controller. Processes moved in are killed by the kernel if
+/// they pass the limit, which is what the reliability tests must never see.
+public final class MemoryLimit: @unchecked Sendable {
+    public let path: String
+    private let unified: Bool
+
+    /// The limit of the shipped unit's `MemoryMax=`, in bytes.
+    public static func shippedUnitLimit() throws -> Int {
+        let unit = try String(contentsOf: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
+        guard let line = unit.split(separator: "\n").first(where: { $0.hasPrefix("MemoryMax=") }) else { throw Missing() }
+        let value = line.dropFirst("MemoryMax=".count)
+        let units: [Character: Int] = ["K": 1 << 10, "M": 1 << 20, "G": 1 << 30]
+        guard let last = value.last, let scale = units[last], let number = Int(value.dropLast()) else { throw Missing() }
+        return number * scale
+    }
+
+    struct Missing: Error {}
+
+    public init(bytes: Int) throws {
+        unified = FileManager.default.fileExists(atPath: "/sys/fs/cgroup/cgroup.controllers")
+        let root = unified ? "/sys/fs/cgroup" : "/sys/fs/cgroup/memory"
+        path = "\(root)/waf-reliability-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+        try String(bytes).write(toFile: "\(path)/\(unified ? "memory.max" : "memory.limit_in_bytes")", atomically: false, encoding: .utf8)
+    }
+
+    public func add(_ pid: Int32) throws {
+        try String(pid).write(toFile: "\(path)/cgroup.procs", atomically: false, encoding: .utf8)
+    }
+
+    /// How often the kernel killed a process of the group for memory.
+    public var oomKills: Int {
+        let file = unified ? "memory.events" : "memory.oom_control"
+        let text = (try? String(contentsOfFile: "\(path)/\(file)", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").first { $0.hasPrefix("oom_kill ") }.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+    }
+
+    /// The most the group used, in bytes (v1 only keeps it; v2 from 5.19 on).
+    public var peakBytes: Int? {
+        let file = unified ? "memory.peak" : "memory.max_usage_in_bytes"
+        return (try? String(contentsOfFile: "\(path)/\(file)", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+    }
+
+    deinit {
+        rmdir(path)
+    }
+}
+
+/// Latencies of sequential `GET /v1/token` requests on one kept-alive connection, in seconds.
+public func probeLatencies(socket path: String, count: Int) -> [Double] {
+    guard let socket = try? RawSocket(path: path) else { return [] }
+    var latencies: [Double] = []
+    let clock = ContinuousClock()
+    for _ in 0..<count {
+        let started = clock.now
+        socket.send("GET /v1/token HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        guard socket.nextResponse(timeout: .seconds(5))?.status == 200 else { break }
+        let elapsed = clock.now - started
+        latencies.append(Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+    }
+    return latencies
+}
+
+/// The `fraction` quantile of `values` (0.99: p99).
+public func quantile(_ values: [Double], _ fraction: Double) -> Double {
+    guard !values.isEmpty else { return .infinity }
+    let sorted = values.sorted()
+    return sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]
+}

@@ -12,6 +12,7 @@ targets=${FUZZ_TARGETS:-"fuzz-socket fuzz-config fuzz-challenge fuzz-state fuzz-
 scratch=.build-fuzz
 flags=(--package-path Fuzz --scratch-path "$scratch" --sanitize=fuzzer --sanitize=address)
 work=${FUZZ_WORK:-$(mktemp -d /tmp/waf-fuzz.XXXXXX)}
+mkdir -p "$work"
 export SWIFT_BACKTRACE=enable=no   # a crash must not leave the backtracer holding the terminal
 
 build() { swift build "${flags[@]}" >"$work/build.log" 2>&1 || { tail -40 "$work/build.log"; exit 1; }; }

@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import WAFTokenCore
 
@@ -107,6 +108,16 @@ struct ConfigurationTests {
             #expect(issue?.key == "domainName", "\(domain)")
             #expect(issue?.problem == problem, "\(domain)")
         }
+        // IP literals are hosts too: IPv4, and IPv6 bare or in brackets, kept in canonical form; a
+        // cookie for an address is host-only.
+        for (given, kept) in [("::1", "::1"), ("[::1]", "::1"), ("2001:DB8:0:0::1", "2001:db8::1"), ("203.0.113.9", "203.0.113.9")] {
+            let config = try WAFConfiguration(applicationIntegrationUrl: url, domainName: given)
+            #expect(config.domainName == kept, "\(given)")
+            let cookie = WAFCookie(token: WAFToken(value: "v", fetchedAt: .now, fetchedAtMonotonic: .origin), domainName: config.domainName, path: "/", secure: false)
+            #expect(cookie.domain == kept && !cookie.includesSubdomains, "\(given)")
+        }
+        #expect(refusal(domain: "[::1]:443")?.problem == "has a port")
+        #expect(refusal(domain: "::g")?.problem == "has a port")
         // Host names are case-insensitive; the list is consulted, and the token built, in lower case.
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "WWW.Example.COM").domainName == "www.example.com")
         #expect(refusal(domain: "CO.UK")?.problem == "is a public suffix by the Public Suffix List")

@@ -1,15 +1,16 @@
 import FuzzSupport
 import WAFTokenCore
 
-// Cookie path matching (COOK-1) against a second, plain reading of RFC 6265 §5.1.4 written over
-// Strings: the two must agree on every pair of paths.
+// Cookie path matching (COOK-1) against a second, plain reading of RFC 6265 §5.1.4 over octets
+// (paths are octets on the wire, not grapheme clusters): the two must agree on every pair.
 
 private func reference(_ request: String, _ cookie: String) -> Bool {
-    let path = String(request.prefix { $0 != "?" && $0 != "#" })
-    guard path.hasPrefix("/") else { return false }
+    let path = Array(request.utf8.prefix { $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#") })
+    let cookie = Array(cookie.utf8)
+    guard path.first == UInt8(ascii: "/") else { return false }
     if path == cookie { return true }
-    guard path.hasPrefix(cookie) else { return false }
-    return cookie.hasSuffix("/") || path.dropFirst(cookie.count).hasPrefix("/")
+    guard path.starts(with: cookie) else { return false }
+    return cookie.last == UInt8(ascii: "/") || path.dropFirst(cookie.count).first == UInt8(ascii: "/")
 }
 
 @_cdecl("LLVMFuzzerTestOneInput")

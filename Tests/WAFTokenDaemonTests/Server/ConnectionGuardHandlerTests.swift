@@ -1,4 +1,5 @@
 import NIOCore
+import NIOEmbedded
 import Testing
 @testable import WAFTokenDaemon
 
@@ -41,5 +42,22 @@ struct ConnectionGuardHandlerTests {
     func heldUntilChecked() throws {
         let socket = try EmbeddedSocket()
         #expect(try socket.exchange(String(repeating: "x", count: 20_000)).statusCodes.first == 431 || !socket.isOpen)
+    }
+
+    @Test("a connection closed while a request waits keeps nothing alive: no timer holds its handlers")
+    func closedConnectionKeepsNothingAlive() throws {
+        let socket = try EmbeddedSocket(tokenFirst: false)
+        weak var released: EmbeddedChannel?
+        do {
+            let channel = EmbeddedChannel(loop: socket.channel.embeddedEventLoop)
+            released = channel
+            try SocketPipeline.configure(channel, api: socket.api, peer: .fixed(SocketPeerCredentials(pid: 1, uid: 0, gid: 0)))
+            try channel.connect(to: SocketAddress(unixDomainSocketPath: "/test.sock")).wait()
+            try channel.writeInbound(channel.allocator.buffer(string: "GET /v1/token?wait=3600 HTTP/1.1\r\n\r\n"))
+            socket.settle()
+            _ = try channel.finish(acceptAlreadyClosed: true)
+            socket.settle()
+        }
+        #expect(released == nil, "the hour-long wait's timer let go of the connection")
     }
 }

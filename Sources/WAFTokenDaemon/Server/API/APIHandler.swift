@@ -28,6 +28,9 @@ final class APIHandler: ChannelInboundHandler {
     private var body = ByteBuffer()
     private var bodyTooLarge = false
     private var bodyTimer: Scheduled<Void>?
+    /// The timeout of a request answered later (`?wait=`): cancelled with the answer or the
+    /// connection, so that it keeps nothing alive after either.
+    private var answerTimer: Scheduled<Void>?
     /// The request being answered: an answer that arrives for an older one (after a timeout) is dropped.
     private var requestNumber: UInt64 = 0
     private var awaitingAnswer = false
@@ -69,6 +72,8 @@ final class APIHandler: ChannelInboundHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         bodyTimer?.cancel()
+        answerTimer?.cancel()
+        answerTimer = nil
         if let stream { api.events.unsubscribe(stream) }
         stream = nil
         context.fireChannelInactive()
@@ -149,6 +154,8 @@ final class APIHandler: ChannelInboundHandler {
     /// Writes a complete answer, then tells the connection's guard the request is done.
     func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: APIResponse, endpoint: String, close: Bool = false) {
         awaitingAnswer = false
+        answerTimer?.cancel()
+        answerTimer = nil
         pendingHead = nil
         guard context.channel.isActive else { return }
         let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
@@ -179,16 +186,30 @@ final class APIHandler: ChannelInboundHandler {
         let number = requestNumber
         awaitingAnswer = true
         pendingHead = head
-        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        // Weakly: the provider may hold the answer for a while (a stalled token service), and a
+        // client gone meanwhile must not be kept alive by it.
+        let bound = NIOLoopBound(AnswerTarget(handler: self, context: context), eventLoop: context.eventLoop)
         if let timeout, let onTimeout {
-            context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            answerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
                 self.answerIfCurrent(number, context, head, onTimeout, endpoint)
             }
         }
         return { response in
             bound.eventLoop.execute {
-                bound.value.handler.answerIfCurrent(number, bound.value.context, head, response, endpoint)
+                guard let handler = bound.value.handler, let context = bound.value.context else { return }
+                handler.answerIfCurrent(number, context, head, response, endpoint)
             }
+        }
+    }
+
+    /// Where a later answer goes, if the connection is still there.
+    private final class AnswerTarget {
+        weak var handler: APIHandler?
+        weak var context: ChannelHandlerContext?
+
+        init(handler: APIHandler, context: ChannelHandlerContext) {
+            self.handler = handler
+            self.context = context
         }
     }
 

@@ -130,6 +130,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
     private func armTimer(_ context: ChannelHandlerContext) {
         timer?.cancel()
         timer = nil
+        // A late answer on a closed connection arms nothing: a timer would keep it alive.
+        guard context.channel.isActive else { return }
         let settings = api.settings
         switch phase {
         case .serving:

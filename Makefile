@@ -42,9 +42,9 @@ test: deps release
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'WAFTokenCoreTests|WireFormatTests|ProofOfWorkTests|LocalTokenServiceIssuerTests'
 
-# Proof-of-work nonces/s on 1 and all cores, beside Python's hashlib in the same run.
+# Proof-of-work nonces/s on 1 and all cores, beside OpenSSL called from C in the same run.
 bench-pow: deps
-	$(SWIFT) run -c release waf-pow-bench
+	Benchmarks/pow-bench.sh
 
 # GET /v1/token over the socket with h2load, beside a C epoll responder; RSS; idle wake-ups.
 bench-socket: deps

@@ -50,10 +50,12 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian: the Public Suffix List (CFG-2), systemd's sd_notify, watchdog,
-        // socket activation and journal, and libyaml for the configuration file.
+        // socket activation and journal, libyaml for the configuration file, OpenSSL's libcrypto.
         .systemLibrary(name: "CLibPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        // OpenSSL's libcrypto for the proof-of-work hot loops (WAFChallenge/NonceHasher.swift).
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
 
         // The SDK core: configuration, token, the provider's decisions (a pure state machine) and
         // their Dispatch-driven driver, cookies. No I/O of its own.
@@ -76,7 +78,7 @@ let package = Package(
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
         .target(
             name: "WAFChallenge",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strict),
         // The provider's fetcher over HTTP, to a real or the local token service, on AsyncHTTPClient.
         .target(
@@ -129,7 +131,10 @@ let package = Package(
             swiftSettings: strict),
 
         // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time.
-        .executableTarget(name: "waf-pow-bench", dependencies: ["WAFChallenge"], path: "Benchmarks/waf-pow-bench", swiftSettings: strict),
+        .executableTarget(
+            name: "waf-pow-bench",
+            dependencies: ["WAFChallenge", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            path: "Benchmarks/waf-pow-bench", swiftSettings: strict),
         .executableTarget(
             name: "waf-fleet-sim", dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"], path: "Benchmarks/waf-fleet-sim", swiftSettings: strict),
 

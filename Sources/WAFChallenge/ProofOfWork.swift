@@ -1,6 +1,3 @@
-import Crypto
-import _CryptoExtras
-
 /// One proof-of-work puzzle: find a nonce whose digest of `input + checksum + nonce` has at least
 /// `difficulty` leading zero bits (docs/protocol.md §2).
 public struct ProofOfWork: Sendable, Hashable {
@@ -42,8 +39,8 @@ public struct ProofOfWork: Sendable, Hashable {
 
     /// The digest for `nonce`, written out as the solution string.
     public func digest(nonce: String) throws(ProofOfWorkError) -> [UInt8] {
-        var hasher = try NonceHasher(self)
-        return try hasher.digest(nonceBytes: Array(nonce.utf8))
+        var hasher = try NonceHasher(self, nonceCapacity: nonce.utf8.count)
+        return try hasher.digest(nonce: nonce.utf8)
     }
 
     /// Whether `nonce` solves the puzzle.
@@ -77,96 +74,5 @@ public enum ProofOfWorkError: Error, Sendable, Equatable, CustomStringConvertibl
         case .cancelled: "solving was cancelled"
         case .timedOut(let tried): "no solution within the time limit (\(tried) nonces tried)"
         }
-    }
-}
-
-/// The per-worker hashing state. `input + checksum` is the same for every nonce: SHA-256 hashes it
-/// once and copies that state per nonce; the KDFs keep it in a reusable password buffer.
-struct NonceHasher {
-    private enum Kind {
-        case sha256(prefix: SHA256)
-        case pbkdf2(salt: [UInt8])
-        case scrypt(salt: [UInt8], memory: Int)
-    }
-
-    private let kind: Kind
-    private var password: [UInt8]
-    private let baseCount: Int
-    let format: NonceFormat
-
-    init(_ work: ProofOfWork) throws(ProofOfWorkError) {
-        if let reason = work.unsolvableReason { throw .unsolvable(reason) }
-        let base = Array((work.input + work.checksum).utf8)
-        format = work.nonceFormat
-        baseCount = base.count
-        password = base
-        password.reserveCapacity(base.count + 20)
-        switch work.type {
-        case .sha256:
-            var prefix = SHA256()
-            prefix.update(data: base)
-            kind = .sha256(prefix: prefix)
-        case .pbkdf2:
-            kind = .pbkdf2(salt: Array(work.checksum.utf8.prefix(ProofOfWork.pbkdf2SaltLength)))
-        case .scrypt:
-            kind = .scrypt(salt: Array(work.checksum.utf8), memory: work.memory)
-        case .networkBandwidth:
-            throw .unsolvable("the \(work.type.name) challenge is for browsers only")
-        }
-    }
-
-    /// Leading zero bits of the digest for nonce number `nonce`.
-    @inline(__always)
-    mutating func leadingZeroBits(nonce: Int) throws(ProofOfWorkError) -> Int {
-        try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer throws(ProofOfWorkError) in
-            let count = format.write(nonce, into: buffer)
-            return try leadingZeroBits(nonceBytes: UnsafeBufferPointer(rebasing: buffer[0..<count]))
-        }
-    }
-
-    mutating func digest(nonceBytes: [UInt8]) throws(ProofOfWorkError) -> [UInt8] {
-        try nonceBytes.withUnsafeBufferPointer { bytes throws(ProofOfWorkError) in
-            try withDigest(nonceBytes: bytes) { Array($0) }
-        }
-    }
-
-    private mutating func leadingZeroBits(nonceBytes: UnsafeBufferPointer<UInt8>) throws(ProofOfWorkError) -> Int {
-        try withDigest(nonceBytes: nonceBytes) { ProofOfWork.leadingZeroBits($0) }
-    }
-
-    private mutating func withDigest<T>(
-        nonceBytes: UnsafeBufferPointer<UInt8>, _ body: (UnsafeRawBufferPointer) -> T
-    ) throws(ProofOfWorkError) -> T {
-        switch kind {
-        case .sha256(let prefix):
-            var hash = prefix
-            hash.update(bufferPointer: UnsafeRawBufferPointer(nonceBytes))
-            return hash.finalize().withUnsafeBytes(body)
-        case .pbkdf2(let salt):
-            setNonce(nonceBytes)
-            do {
-                let key = try KDF.Insecure.PBKDF2.deriveKey(
-                    from: password, salt: salt, using: .sha256, outputByteCount: 32,
-                    unsafeUncheckedRounds: ProofOfWork.pbkdf2Iterations)
-                return key.withUnsafeBytes(body)
-            } catch {
-                throw .hashFailed("PBKDF2: \(error)")
-            }
-        case .scrypt(let salt, let memory):
-            setNonce(nonceBytes)
-            do {
-                let key = try KDF.Scrypt.deriveKey(
-                    from: password, salt: salt, outputByteCount: 16, rounds: memory,
-                    blockSize: ProofOfWork.scryptBlockSize, parallelism: 1)
-                return key.withUnsafeBytes(body)
-            } catch {
-                throw .hashFailed("scrypt: \(error)")
-            }
-        }
-    }
-
-    private mutating func setNonce(_ nonceBytes: UnsafeBufferPointer<UInt8>) {
-        password.removeSubrange(baseCount...)
-        password.append(contentsOf: nonceBytes)
     }
 }

@@ -97,7 +97,7 @@ private final class Search: Sendable {
         self.stopAtSolution = stopAtSolution
         // Large enough that the shared counter is touched rarely, small enough that cancellation
         // and the deadline are noticed within milliseconds.
-        chunkSize = work.type == .sha256 ? 1024 : 8
+        chunkSize = work.type == .sha256 ? 4096 : 8
     }
 
     var failure: ProofOfWorkError? { firstFailure }
@@ -117,12 +117,13 @@ private final class Search: Sendable {
             let start = nextNonce.wrappingAdd(chunkSize, ordering: .relaxed).oldValue
             if stopAtSolution, start >= best.load(ordering: .relaxed) { return }
             var checked = 0
+            hasher.seek(to: start)
             for nonce in start..<(start + chunkSize) {
                 if stopAtSolution, nonce >= best.load(ordering: .relaxed) { break }
                 checked += 1
                 let zeros: Int
                 do {
-                    zeros = try hasher.leadingZeroBits(nonce: nonce)
+                    zeros = try hasher.leadingZeroBits()
                 } catch {
                     fail(error)
                     return
@@ -131,6 +132,7 @@ private final class Search: Sendable {
                     lowerBest(to: nonce)
                     break
                 }
+                hasher.advance()
             }
             tried.add(checked, ordering: .relaxed)
         }

@@ -1,24 +1,25 @@
 #define _GNU_SOURCE
-// The practical limit of this machine for the socket benchmark: a minimal epoll HTTP/1.1
-// responder on a Unix socket. It answers every request head (up to its blank line) with one fixed
-// 200 response whose body has the given size, and keeps connections alive. No parsing beyond
-// finding "\r\n\r\n": nothing a real server could do less.
+// The anchor of the socket benchmark: the fastest simple HTTP/1.1 responder this machine runs.
+// One thread, epoll edge-triggered, each connection read to EAGAIN, every complete request head
+// (up to its blank line) answered with one pre-encoded 200 response, all answers of a read in one
+// writev, no allocation per request, keep-alive. Nothing a real server could do less.
 //
 //   responder SOCKET_PATH BODY_BYTES
 #include <errno.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #define MAX_FDS 65536
+#define MAX_IOV 1024
 
-static unsigned char progress[MAX_FDS]; // how much of "\r\n\r\n" each connection has seen
+static unsigned char progress[MAX_FDS];  // how much of "\r\n\r\n" each connection has seen
 
 int main(int argc, char **argv) {
     if (argc != 3) {
@@ -31,6 +32,8 @@ int main(int argc, char **argv) {
     int head = snprintf(response, 256, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n\r\n", body);
     memset(response + head, 'x', body);
     size_t length = head + body;
+    static struct iovec answers[MAX_IOV];
+    for (int i = 0; i < MAX_IOV; i++) answers[i] = (struct iovec){.iov_base = response, .iov_len = length};
 
     int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
     struct sockaddr_un address = {.sun_family = AF_UNIX};
@@ -58,27 +61,29 @@ int main(int argc, char **argv) {
                 while ((client = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
                     if (client >= MAX_FDS) { close(client); continue; }
                     progress[client] = 0;
-                    struct epoll_event added = {.events = EPOLLIN, .data.fd = client};
+                    struct epoll_event added = {.events = EPOLLIN | EPOLLET, .data.fd = client};
                     epoll_ctl(poller, EPOLL_CTL_ADD, client, &added);
                 }
                 continue;
             }
-            ssize_t count = read(fd, buffer, sizeof(buffer));
-            if (count <= 0) {
-                if (count < 0 && errno == EAGAIN) continue;
-                close(fd);
-                continue;
-            }
-            int heads = 0;
+            int heads = 0, open = 1;
             unsigned char seen = progress[fd];
-            for (ssize_t j = 0; j < count; j++) {
-                seen = buffer[j] == terminator[seen] ? seen + 1 : (buffer[j] == '\r' ? 1 : 0);
-                if (seen == 4) { heads++; seen = 0; }
+            for (;;) {  // edge-triggered: read until the kernel has nothing more
+                ssize_t count = read(fd, buffer, sizeof(buffer));
+                if (count < 0 && errno == EAGAIN) break;
+                if (count <= 0) { open = 0; break; }
+                for (ssize_t j = 0; j < count; j++) {
+                    seen = buffer[j] == terminator[seen] ? seen + 1 : (buffer[j] == '\r' ? 1 : 0);
+                    if (seen == 4) { heads++; seen = 0; }
+                }
             }
             progress[fd] = seen;
-            for (int k = 0; k < heads; k++) {
-                if (write(fd, response, length) < 0) { close(fd); break; }
+            while (open && heads > 0) {
+                int batch = heads < MAX_IOV ? heads : MAX_IOV;
+                if (writev(fd, answers, batch) < 0) open = 0;
+                heads -= batch;
             }
+            if (!open) close(fd);
         }
     }
 }

@@ -101,6 +101,7 @@ let package = Package(
             dependencies: [
                 "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "CYAML", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -20,11 +20,14 @@ public struct FaultRule: Sendable, Hashable, Codable {
     public enum Target: String, Sendable, Hashable, Codable, CaseIterable {
         case inputs
         case verify
+        /// Either token-service call.
         case any
+        /// The protected resource (an upstream that fails, for the proxy's tests); never by `any`.
+        case protected
 
         func matches(_ endpoint: Endpoint) -> Bool {
             switch (self, endpoint) {
-            case (.any, .inputs), (.any, .verify), (.inputs, .inputs), (.verify, .verify): true
+            case (.any, .inputs), (.any, .verify), (.inputs, .inputs), (.verify, .verify), (.protected, .protected): true
             default: false
             }
         }

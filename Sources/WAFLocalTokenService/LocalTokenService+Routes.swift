@@ -1,3 +1,4 @@
+import Crypto
 import NIOCore
 import NIOHTTP1
 import WAFChallenge
@@ -66,8 +67,12 @@ extension LocalTokenService {
             return (.json(.ok, ["reset": true]), 0, false)
         default:
             if path == "/protected" || path.hasPrefix("/protected/") {
-                guard head.method == .GET || head.method == .HEAD else { return (.error(.methodNotAllowed, "use GET"), 0, false) }
-                return (protected(head, path: path, now: now), 0, false)
+                guard [.GET, .HEAD, .POST, .PUT].contains(head.method) else { return (.error(.methodNotAllowed, "use GET, HEAD, POST or PUT"), 0, false) }
+                // `?delayMs=N`: a slow upstream, for the proxy's tests.
+                let delay = head.uri.split(separator: "?").dropFirst().first?.split(separator: "&")
+                    .first { $0.hasPrefix("delayMs=") }.flatMap { Int($0.dropFirst("delayMs=".count)) } ?? 0
+                if let fault = takeFault(for: .protected) { return (injected(fault, now: now).0, delay, false) }
+                return (protected(head, path: path, body: body, now: now), delay, false)
             }
             return (.error(.notFound, "no such path"), 0, false)
         }
@@ -75,24 +80,32 @@ extension LocalTokenService {
 
     /// Applies an armed fault to `endpoint`, or answers normally; records the call either way.
     private func tokenServiceCall(_ endpoint: Endpoint, _ answer: () -> (Reply, String)) -> (Reply, Int) {
-        let (fault, latency) = state.withLockedValue { state -> (FaultRule?, Int) in
+        let latency = state.withLockedValue { state -> Int in
             if endpoint == .inputs { state.counters.inputs += 1 } else { state.counters.verify += 1 }
             state.counters.callsInFlight += 1
             state.counters.maxCallsInFlight = max(state.counters.maxCallsInFlight, state.counters.callsInFlight)
-            let index = state.faults.firstIndex { rule in
-                rule.count > 0 && rule.target.matches(endpoint) && !(rule.kind == .expired && endpoint == .inputs)
-            }
-            guard let index else { return (nil, state.latencyMilliseconds) }
-            state.faults[index].count -= 1
-            let rule = state.faults[index]
-            if rule.count == 0 { state.faults.remove(at: index) }
-            state.counters.faultsApplied += 1
-            return (rule, state.latencyMilliseconds)
+            return state.latencyMilliseconds
         }
+        let fault = takeFault(for: endpoint)
         let (reply, outcome) = fault.map { injected($0, now: Date()) } ?? answer()
         let status: Int? = if case .send(let status, _, _) = reply { Int(status.code) } else { nil }
         state.withLockedValue { $0.counters.record(endpoint, status: status, outcome: outcome) }
         return (reply, latency)
+    }
+
+    /// The first armed fault for `endpoint`, counted down; nil when none.
+    private func takeFault(for endpoint: Endpoint) -> FaultRule? {
+        state.withLockedValue { state -> FaultRule? in
+            let index = state.faults.firstIndex { rule in
+                rule.count > 0 && rule.target.matches(endpoint) && !(rule.kind == .expired && endpoint == .inputs)
+            }
+            guard let index else { return nil }
+            state.faults[index].count -= 1
+            let rule = state.faults[index]
+            if rule.count == 0 { state.faults.remove(at: index) }
+            state.counters.faultsApplied += 1
+            return rule
+        }
     }
 
     private func injected(_ rule: FaultRule, now: Date) -> (Reply, String) {
@@ -176,8 +189,9 @@ extension LocalTokenService {
     // MARK: The protected resource
 
     /// Answers like AWS WAF behind a Challenge rule: 200 with a valid token, else 202 and
-    /// `x-amzn-waf-action: challenge`.
-    private func protected(_ head: HTTPRequestHead, path: String, now: Date) -> Reply {
+    /// `x-amzn-waf-action: challenge`. A body is answered with its size and SHA-256, so that a
+    /// client can tell it arrived whole.
+    private func protected(_ head: HTTPRequestHead, path: String, body: [UInt8], now: Date) -> Reply {
         let token = head.headers["x-aws-waf-token"].first ?? Self.cookie(named: "aws-waf-token", in: head.headers)
         let host = Self.hostName(head.headers["Host"].first ?? "")
         var verdict = "no token"
@@ -194,7 +208,12 @@ extension LocalTokenService {
                         $0.counters.protectedAllowed += 1
                         $0.counters.record(.protected, status: 200, outcome: "allowed")
                     }
-                    return .json(.ok, ["ok": "true", "path": path])
+                    var answer = ["ok": "true", "path": path]
+                    if !body.isEmpty {
+                        answer["bodyBytes"] = String(body.count)
+                        answer["bodySHA256"] = SHA256.hash(data: body).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
+                    }
+                    return .json(.ok, answer)
                 }
                 verdict = "the token is for \(claims.domain), not \(host)"
             }
@@ -250,4 +269,8 @@ extension LocalTokenService {
             return .error(.methodNotAllowed, "use GET, POST or DELETE")
         }
     }
+}
+
+extension String {
+    func leftPadded(to length: Int) -> String { String(repeating: "0", count: max(0, length - count)) + self }
 }

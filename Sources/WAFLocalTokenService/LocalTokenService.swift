@@ -77,7 +77,7 @@ public final class LocalTokenService: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     if let tls { try pipeline.addHandler(NIOSSLServerHandler(context: tls)) }
                     try pipeline.configureHTTPServerPipeline(withErrorHandling: true)
-                    try pipeline.addHandler(NIOHTTPServerRequestAggregator(maxContentLength: 64 * 1024))
+                    try pipeline.addHandler(NIOHTTPServerRequestAggregator(maxContentLength: 16 << 20))
                     try pipeline.addHandler(LocalTokenServiceHandler(service: self))
                     track(channel)
                 }

@@ -4,16 +4,18 @@ import WAFChallenge
 /// A local token service process and a `waf-tokend` process in front of it, for `body`. Both are
 /// stopped afterwards, and everything the daemon printed is checked for every token the service
 /// ever issued: the value may go out only over the socket and into the sinks, never into output.
+/// `naming(service)` adds daemon arguments that name the running service (its origin).
 public func withDaemon(
     service serviceArguments: [String] = [], daemon arguments: [String] = [], environment: [String: String] = [:],
-    configFile: String? = nil, executable: String = "waf-tokend",
+    configFile: String? = nil, executable: String = "waf-tokend", naming: (ServiceProcess) -> [String] = { _ in [] },
     _ body: (ServiceProcess, DaemonProcess) async throws -> Void
 ) async throws {
     let service = try ServiceProcess(serviceArguments)
     let daemon: DaemonProcess
     do {
         daemon = try await DaemonProcess.serving(
-            service: service, arguments: arguments, environment: environment, configFile: configFile, executable: executable)
+            service: service, arguments: arguments + naming(service), environment: environment, configFile: configFile,
+            executable: executable)
     } catch {
         await service.stop()
         throw error

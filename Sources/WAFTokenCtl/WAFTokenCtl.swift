@@ -135,7 +135,7 @@ extension WAFTokenCtl {
     }
 
     struct Status: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show lifecycle, refresh and token state.")
+        static let configuration = CommandConfiguration(abstract: "Show lifecycle, refresh, token and proxy state.")
         @OptionGroup var global: GlobalOptions
         @Flag(help: "Print the daemon's JSON.") var json = false
 
@@ -168,6 +168,14 @@ extension WAFTokenCtl {
                 lines.append("token:     \(text(token["stale"]) == "true" ? "stale" : "fresh"), age \(text(token["ageSeconds"])) s, fingerprint \(text(token["fingerprint"])), fetched \(text(token["fetchedAt"]))")
             } else {
                 lines.append("token:     none yet")
+            }
+            if let proxy = status["proxy"], proxy != .null {
+                lines.append(
+                    "proxy:     \(text(proxy["listen"])) -> \(text(proxy["upstream"])) (token in \(text(proxy["tokenIn"]))), "
+                        + "\(text(proxy["requests"])) requests, \(text(proxy["challenges"])) challenges, \(text(proxy["replays"])) replays, "
+                        + "\(text(proxy["upstreamErrors"])) upstream errors")
+            } else {
+                lines.append("proxy:     off")
             }
             return lines.joined(separator: "\n")
         }

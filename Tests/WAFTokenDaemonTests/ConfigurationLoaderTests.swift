@@ -82,7 +82,34 @@ struct ConfigurationLoaderTests {
             #expect(!config[Keys.refreshJitter] && config[Keys.cookieSecure])
             #expect(config[Keys.sinksTokenFile] == "/var/t" && config[Keys.sinksCookieJar] == "/var/j" && config[Keys.stateDirectory] == "/var/s")
             #expect(config[Keys.logLevel] == .error && config[Keys.readinessWaitForToken])
+            let proxy = try #require(ProxySettings(config))
+            #expect(proxy.listen == .loopback(host: "127.0.0.1", port: 8089) && proxy.upstream.url == "https://api.example.com/v1/")
+            #expect(proxy.tokenIn == .header && proxy.replayBufferBytes == 1024 && proxy.tokenWait == .seconds(2))
+            #expect(proxy.upstreamTimeout == .seconds(9) && proxy.mode == 0o600 && proxy.threads == 2)
+            #expect(proxy.allowedUsers == ["bob"] && proxy.allowedGroups == ["staff"])
         }
+    }
+
+    @Test("the proxy: a listener only on a Unix socket or loopback, an upstream only for the token's domain, both or neither")
+    func proxyKeys() throws {
+        let base = ["applicationIntegrationUrl": url, "domainName": "example.com"]
+        func refused(_ values: [String: String]) throws -> [String] { problems(try load(cli: base.merging(values) { $1 })) }
+        #expect(try refused(["proxy.listen": "0.0.0.0:8089", "proxy.upstream": "https://example.com"]).first?.contains(
+            "proxy.listen: \"0.0.0.0:8089\" is neither a Unix socket path nor a loopback address with a port") == true)
+        #expect(try refused(["proxy.listen": "/run/p.sock"]) == [
+            "proxy.upstream: is required with proxy.listen (allowed: an absolute https URL (http only to a loopback host))"
+        ])
+        #expect(try refused(["proxy.upstream": "https://example.com"]).first?.hasPrefix("proxy.listen: is required with proxy.upstream") == true)
+        #expect(try refused(["proxy.listen": "/run/p.sock", "proxy.upstream": "https://evil.com/"]).first?.contains("names evil.com") == true)
+        #expect(try refused(["proxy.listen": "/run/p.sock", "proxy.upstream": "http://example.com/"]).first?.contains("uses http") == true)
+        // Unset, the proxy's lists and mode are the socket's; an empty list is a list of its own.
+        let inherited = try #require(ProxySettings(try load(cli: base.merging([
+            "proxy.listen": "/run/p.sock", "proxy.upstream": "https://example.com", "socket.allowedUsers": "alice", "socket.mode": "0600",
+        ]) { $1 }).get()))
+        #expect(inherited.allowedUsers == ["alice"] && inherited.mode == 0o600)
+        let own = try #require(ProxySettings(try load(yaml: "applicationIntegrationUrl: \(url)\ndomainName: example.com\nsocket:\n  allowedUsers: [alice]\nproxy:\n  listen: /run/p.sock\n  upstream: https://example.com\n  allowedUsers: []\n").get()))
+        #expect(own.allowedUsers.isEmpty)
+        #expect(try load(cli: base).get()[Keys.proxyListen] == nil)
     }
 
     /// A valid value for every key, as text that reads the same in YAML, a variable and an option.
@@ -94,7 +121,10 @@ struct ConfigurationLoaderTests {
         "socket.requestTimeoutSec": "3", "socket.threads": "2", "tokenService.client": "android", "tokenService.timeoutSec": "5",
         "tokenService.caFile": "/etc/ca.pem", "refresh.jitter": "false", "cookie.secure": "true", "sinks.tokenFile": "/var/t",
         "sinks.cookieJar": "/var/j", "stateDirectory": "/var/s", "log.level": "error", "readiness.waitForToken": "true",
-    ].mapValues { $0 == "\"0640\"" ? "0640" : $0 }
+        "proxy.listen": "127.0.0.1:8089", "proxy.upstream": "https://api.example.com/v1/", "proxy.tokenIn": "header",
+        "proxy.replayBufferBytes": "1024", "proxy.tokenWaitSec": "2", "proxy.upstreamTimeoutSec": "9", "proxy.mode": "\"0600\"",
+        "proxy.allowedUsers": "bob", "proxy.allowedGroups": "staff", "proxy.threads": "2",
+    ].mapValues { $0.hasPrefix("\"0") ? String($0.dropFirst().dropLast()) : $0 }
 
     @Test("CFG-9 for the daemon: a value of the wrong shape is refused for every key, in the file, never replaced by a default")
     func CFG9_wrongShapesInTheFile() throws {

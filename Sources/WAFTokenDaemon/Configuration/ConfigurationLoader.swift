@@ -48,6 +48,7 @@ public enum ConfigurationLoader {
                 return WAFConfigurationIssue(key: issue.key, value: issue.value, problem: "\(issue.problem) (from \(origin))", allowed: issue.allowed)
             }
         }
+        if let configuration { issues += ProxySettings.issues(values, domainName: configuration.domainName).filter { !refused.contains($0.key) } }
         guard let configuration, issues.isEmpty else { return .failure(WAFConfigurationError(issues: order(issues))) }
         return .success(DaemonConfiguration(provider: configuration, values: values))
     }

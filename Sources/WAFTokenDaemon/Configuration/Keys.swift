@@ -45,12 +45,37 @@ public enum Keys {
     public static let readinessWaitForToken = flag(
         "readiness.waitForToken", default: false, help: "Tell systemd READY=1 only once the first token is cached.", reload: false)
 
+    public static let proxyListen = listenAddress(
+        "proxy.listen", help: "Run the token-injecting proxy here: a Unix socket path or a loopback address with a port; unset: no proxy.")
+    public static let proxyUpstream = url(
+        "proxy.upstream", help: "The one URL the proxy forwards to: https (http for loopback), its host domainName, below it, or loopback.")
+    public static let proxyTokenIn = choice(
+        "proxy.tokenIn", ["cookie", "header"], default: "cookie",
+        help: "How the proxy adds the token: the aws-waf-token cookie (COOK-1 paths) or the x-aws-waf-token header.")
+    public static let proxyReplayBufferBytes = integer(
+        "proxy.replayBufferBytes", 0...16_777_216, default: 65536,
+        help: "A request body up to this size is kept, so that a challenged request can be sent once more.")
+    public static let proxyTokenWaitSec = integer(
+        "proxy.tokenWaitSec", 0...300, default: 5, help: "How long a request waits for a first token, or for the refresh a challenge asks for.")
+    public static let proxyUpstreamTimeoutSec = integer(
+        "proxy.upstreamTimeoutSec", 1...3600, default: 30, help: "504 when the upstream sends nothing for this long (connect, answer or body).")
+    public static let proxyMode = optionalMode(
+        "proxy.mode", default: "socket.mode", help: "The proxy's socket file mode, when it listens on a Unix socket.")
+    public static let proxyAllowedUsers = optionalList(
+        "proxy.allowedUsers", default: "socket.allowedUsers", help: "Users who may use the proxy (names or uids).")
+    public static let proxyAllowedGroups = optionalList(
+        "proxy.allowedGroups", default: "socket.allowedGroups", help: "Groups whose members may use the proxy (names or gids).")
+    public static let proxyThreads = integer(
+        "proxy.threads", 1...64, default: 1, help: "Event-loop threads of the proxy.")
+
     /// Every key in the order the file, `--help` and the README show them: the SDK's first.
     public static let all: [KeySpec] = WAFConfigurationKey.allCases.map(provider) + [
         lifecyclePlatform.spec, socketPath.spec, socketMode.spec, socketAllowedUsers.spec, socketAllowedGroups.spec,
         socketIdleTimeoutSec.spec, socketRequestTimeoutSec.spec, socketThreads.spec, tokenServiceClient.spec,
         tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshJitter.spec, cookieSecure.spec, sinksTokenFile.spec,
-        sinksCookieJar.spec, stateDirectory.spec, logLevel.spec, readinessWaitForToken.spec,
+        sinksCookieJar.spec, stateDirectory.spec, logLevel.spec, readinessWaitForToken.spec, proxyListen.spec, proxyUpstream.spec,
+        proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
+        proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec,
     ]
 
     /// The keys by name.
@@ -84,6 +109,31 @@ public enum Keys {
     static func mode(_ name: String, default value: String, help: String, reload: Bool = true) -> SettingKey<UInt16> {
         SettingKey(spec: .init(name: name, kind: .octalMode, defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: reload)) {
             if case .mode(let mode)? = $0 { mode } else { UInt16(value, radix: 8)! }
+        }
+    }
+
+    static func optionalMode(_ name: String, default description: String, help: String) -> SettingKey<UInt16?> {
+        SettingKey(spec: .init(name: name, kind: .octalMode, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true)) {
+            if case .mode(let mode)? = $0 { mode } else { nil }
+        }
+    }
+
+    /// A list whose absence means something else than an empty list (another key's value).
+    static func optionalList(_ name: String, default description: String, help: String) -> SettingKey<[String]?> {
+        SettingKey(spec: .init(name: name, kind: .list, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true)) {
+            if case .list(let items)? = $0 { items } else { nil }
+        }
+    }
+
+    static func listenAddress(_ name: String, help: String) -> SettingKey<ListenAddress?> {
+        SettingKey(spec: .init(name: name, kind: .listenAddress, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true)) {
+            if case .text(let text)? = $0 { ListenAddress(text) } else { nil }
+        }
+    }
+
+    static func url(_ name: String, help: String) -> SettingKey<String?> {
+        SettingKey(spec: .init(name: name, kind: .url, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true)) {
+            if case .text(let text)? = $0 { text } else { nil }
         }
     }
 

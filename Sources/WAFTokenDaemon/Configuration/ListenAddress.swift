@@ -7,13 +7,14 @@ public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
     case loopback(host: String, port: Int)
 
     /// `/run/x.sock`, `127.0.0.1:8089`, `[::1]:8089`, `localhost:8089`; nil for anything else.
+    /// Port 0 takes a free port (the status shows which).
     public init?(_ text: String) {
         if text.hasPrefix("/") {
             guard !text.utf8.contains(0) else { return nil }
             self = .unix(text)
             return
         }
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (1...65535).contains(port) else {
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65535).contains(port) else {
             return nil
         }
         var host = String(text[..<colon])

@@ -17,6 +17,7 @@ final class Reloader: Sendable {
     private let fetcher: ReloadableTokenFetcher
     private let persistence: TokenPersistence
     private let api: APIContext
+    private let proxy: ProxyController
     private let metrics: DaemonMetrics
     private let notifier: any ServiceNotifier
     private let status: StatusReporter
@@ -25,7 +26,7 @@ final class Reloader: Sendable {
 
     init(
         configuration: DaemonConfiguration, sources: ConfigurationSources, provider: WAFTokenProvider, fetcher: ReloadableTokenFetcher,
-        persistence: TokenPersistence, api: APIContext, metrics: DaemonMetrics, notifier: any ServiceNotifier, status: StatusReporter,
+        persistence: TokenPersistence, api: APIContext, proxy: ProxyController, metrics: DaemonMetrics, notifier: any ServiceNotifier, status: StatusReporter,
         logger: Logger
     ) {
         state = NIOLockedValueBox(State(configuration: configuration))
@@ -34,6 +35,7 @@ final class Reloader: Sendable {
         self.fetcher = fetcher
         self.persistence = persistence
         self.api = api
+        self.proxy = proxy
         self.metrics = metrics
         self.notifier = notifier
         self.status = status
@@ -52,7 +54,7 @@ final class Reloader: Sendable {
         guard start else { return }
         repeat {
             notifier.reloading()
-            reloadOnce()
+            await reloadOnce()
             notifier.ready()
             status.report()
         } while state.withLockedValue { state in
@@ -62,13 +64,13 @@ final class Reloader: Sendable {
         }
     }
 
-    private func reloadOnce() {
+    private func reloadOnce() async {
         switch ConfigurationLoader.load(sources) {
         case .failure(let error):
             refused(error.issues.map(\.description).joined(separator: "; "))
         case .success(let new):
             do throws(DaemonFailure) {
-                try apply(new)
+                try await apply(new)
                 metrics.countReload(success: true)
                 logger.notice("configuration reloaded")
             } catch {
@@ -82,16 +84,23 @@ final class Reloader: Sendable {
         logger.error("reload refused; the old configuration stays: \(reason)")
     }
 
-    private func apply(_ new: DaemonConfiguration) throws(DaemonFailure) {
+    private func apply(_ new: DaemonConfiguration) async throws(DaemonFailure) {
         let old = state.withLockedValue { $0.configuration }
         // What can fail first, so that a refused reload changes nothing.
-        if TokenFetcherSettings(old) != TokenFetcherSettings(new) {
-            fetcher.replace(with: try TokenFetcherSettings(new).makeFetcher(logger: logger))
+        let replacement = TokenFetcherSettings(old) != TokenFetcherSettings(new) ? try TokenFetcherSettings(new).makeFetcher(logger: logger) : nil
+        let settings = APIContext.Settings(new, logger: logger)
+        let proxySettings = ProxySettings(new)
+        do {
+            try await proxy.apply(proxySettings, connection: proxySettings.map { .init(proxy: $0, new, logger: logger) } ?? settings)
+        } catch {
+            try? await replacement?.shutdown()
+            throw error
         }
+        if let replacement { fetcher.replace(with: replacement) }
         let later = Keys.all.filter { !$0.appliesOnReload && old.values[$0.name] != new.values[$0.name] }.map(\.name)
         if !later.isEmpty { logger.warning("\(later.joined(separator: ", ")) take effect at the next start") }
         LogLevelControl.process.level = new[Keys.logLevel]
-        api.settings = APIContext.Settings(new, logger: logger)
+        api.settings = settings
         // Storage learns the new identity and paths before the provider can hand it a record for them.
         persistence.configure(TokenPersistence.Target(new))
         provider.reconfigure(

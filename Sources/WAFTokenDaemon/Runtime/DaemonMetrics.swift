@@ -20,6 +20,8 @@ final class DaemonMetrics: Sendable {
     let connections: CoreMetrics.Gauge
     let eventSubscribers: CoreMetrics.Gauge
     private let signals = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let proxyCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let proxyUpstreamTime: CoreMetrics.Timer
     private let reloads = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
 
     init() {
@@ -33,6 +35,7 @@ final class DaemonMetrics: Sendable {
         lifecycleActive = CoreMetrics.Gauge(label: "waf_tokend_lifecycle_active", factory: factory)
         connections = CoreMetrics.Gauge(label: "waf_tokend_connections", factory: factory)
         eventSubscribers = CoreMetrics.Gauge(label: "waf_tokend_event_subscribers", factory: factory)
+        proxyUpstreamTime = CoreMetrics.Timer(label: "waf_tokend_proxy_upstream_seconds", preferredDisplayUnit: .seconds, factory: factory)
     }
 
     func countRequests(endpoint: String, status: UInt, by count: Int = 1) {
@@ -60,6 +63,24 @@ final class DaemonMetrics: Sendable {
         counter(in: reloads, label: "waf_tokend_reloads_total", dimension: ("result", success ? "success" : "failure")).increment()
     }
 
+    // MARK: The proxy
+
+    /// A proxied request's answer to its client, by class: `2xx`, `5xx`.
+    func countProxyRequest(status: UInt) {
+        counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimension: ("class", "\(status / 100)xx")).increment()
+    }
+
+    /// `challenge` (an upstream's 202 challenge seen), `replay` (a request sent once more),
+    /// `unreachable`, `timeout`, `closed` (upstream failures).
+    func countProxyEvent(_ event: String) {
+        counter(in: proxyCounters, label: "waf_tokend_proxy_events_total", dimension: ("event", event)).increment()
+    }
+
+    /// From the request's last byte sent upstream to the answer's head.
+    func recordUpstreamLatency(nanoseconds: Int64) {
+        proxyUpstreamTime.recordNanoseconds(nanoseconds)
+    }
+
     /// The Prometheus text exposition, with the gauges read fresh from `status`.
     func exposition(status: WAFProviderStatus) -> [UInt8] {
         tokenPresent.record(status.token == nil ? 0 : 1)
@@ -72,9 +93,10 @@ final class DaemonMetrics: Sendable {
 
     private func counter(in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimension: (String, String)) -> CoreMetrics.Counter {
         cache.withLockedValue { counters in
-            if let counter = counters[dimension.1] { return counter }
+            let key = "\(label) \(dimension.1)"
+            if let counter = counters[key] { return counter }
             let counter = CoreMetrics.Counter(label: label, dimensions: [dimension], factory: factory)
-            counters[dimension.1] = counter
+            counters[key] = counter
             return counter
         }
     }

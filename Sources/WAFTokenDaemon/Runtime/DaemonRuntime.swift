@@ -38,14 +38,24 @@ struct DaemonRuntime {
         // Subscribed before anything can happen that matters.
         let events = provider.events(bufferingPolicy: .unbounded)
         let broadcaster = EventBroadcaster(metrics: metrics)
+        let board = ProxyBoard()
         let api = APIContext(
             provider: provider, settings: .init(configuration, logger: logger), metrics: metrics, events: broadcaster,
             generation: generation,
-            info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
+            info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), proxy: board,
+            logger: logger)
         let server = SocketServer(
             api: api, path: configuration[Keys.socketPath], mode: configuration[Keys.socketMode], threads: configuration[Keys.socketThreads])
-        do {
+        let proxy = ProxyController(provider: provider, metrics: metrics, board: board, logger: logger)
+        do throws(DaemonFailure) {
             try await server.start(inheritedDescriptor: inheritedSocket)
+            do throws(DaemonFailure) {
+                let settings = ProxySettings(configuration)
+                try await proxy.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: logger) } ?? api.settings)
+            } catch {
+                await server.stop(grace: .zero)
+                throw error
+            }
         } catch {
             provider.shutdown()
             await fetcher.shutdown()
@@ -60,7 +70,7 @@ struct DaemonRuntime {
         let status = StatusReporter(provider: provider, notifier: notifier)
         let reloader = Reloader(
             configuration: configuration, sources: sources, provider: provider, fetcher: fetcher, persistence: persistence, api: api,
-            metrics: metrics, notifier: notifier, status: status, logger: logger)
+            proxy: proxy, metrics: metrics, notifier: notifier, status: status, logger: logger)
         // Stopped in reverse: the server first (no new requests), storage last (every write done).
         let services: [any Service] = [
             persistence,
@@ -69,6 +79,7 @@ struct DaemonRuntime {
             SignalService(provider: provider, reloader: reloader, metrics: metrics, logger: logger),
             WatchdogService(notifier: notifier, probe: integration.livenessProbe(provider)),
             SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
+            ProxyService(controller: proxy),
         ]
         return DaemonRuntime(services: services, provider: provider, persistence: persistence, fetcher: fetcher, logger: logger)
     }

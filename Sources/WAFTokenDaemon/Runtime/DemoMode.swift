@@ -23,6 +23,9 @@ enum DemoMode {
             Keys.sinksTokenFile.spec.name: "\(directory)/token",
             Keys.sinksCookieJar.spec.name: "\(directory)/cookies.txt",
             Keys.stateDirectory.spec.name: "\(directory)/state",
+            // The proxy in front of the local service's protected resource.
+            Keys.proxyListen.spec.name: "\(directory)/proxy.sock",
+            Keys.proxyUpstream.spec.name: origin(of: serviceURL),
         ]
         return sources
     }
@@ -30,7 +33,7 @@ enum DemoMode {
     /// What to try, printed on stdout once the socket listens.
     static func banner(configuration: DaemonConfiguration, serviceURL: String) -> String {
         let socket = configuration[Keys.socketPath]
-        let origin = serviceURL.split(separator: "/").prefix(2).joined(separator: "//")
+        let origin = origin(of: serviceURL)
         let tools = executableDirectory()
         let pid = getpid()
         var lines = [
@@ -49,6 +52,10 @@ enum DemoMode {
             lines.append("  curl -b \(jar) \(origin)/protected/hello      # the token as a cookie: 200")
             lines.append("  curl -i \(origin)/protected/hello                 # without it: 202, x-amzn-waf-action: challenge")
         }
+        if let proxy = configuration[Keys.proxyListen], configuration[Keys.proxyUpstream] != nil {
+            let target = if case .unix(let path) = proxy { "--unix-socket \(path) http://localhost" } else { "http://\(proxy)" }
+            lines.append("  curl \(target)/protected/hello   # through the proxy, no token code: 200")
+        }
         lines += [
             "  kill -USR2 \(pid)   # background (again: closed);  kill -USR1 \(pid)   # foreground",
             "  kill -HUP \(pid)    # reload the configuration",
@@ -56,6 +63,11 @@ enum DemoMode {
             "Ctrl-C stops.",
         ]
         return lines.joined(separator: "\n")
+    }
+
+    /// `http://127.0.0.1:8080` of `http://127.0.0.1:8080/path/`.
+    private static func origin(of url: String) -> String {
+        url.split(separator: "/").prefix(2).joined(separator: "//")
     }
 
     /// The directory of the running executable (where waf-tokenctl was built beside it).

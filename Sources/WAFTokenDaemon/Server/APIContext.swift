@@ -6,25 +6,8 @@ import WAFTokenCore
 
 /// What every connection's handlers share: the provider, the reloadable settings, metrics, the
 /// event streams, and the generation of the provider's snapshot that cached answers are built on.
-final class APIContext: Sendable {
-    struct Settings: Sendable {
-        var policy: AccessPolicy
-        var idleTimeout: TimeAmount
-        var requestTimeout: TimeAmount
-
-        init(policy: AccessPolicy, idleTimeout: TimeAmount, requestTimeout: TimeAmount) {
-            self.policy = policy
-            self.idleTimeout = idleTimeout
-            self.requestTimeout = requestTimeout
-        }
-
-        init(_ configuration: DaemonConfiguration, logger: Logger) {
-            policy = AccessPolicy(
-                allowedUsers: configuration[Keys.socketAllowedUsers], allowedGroups: configuration[Keys.socketAllowedGroups], logger: logger)
-            idleTimeout = .seconds(Int64(configuration[Keys.socketIdleTimeoutSec]))
-            requestTimeout = .seconds(Int64(configuration[Keys.socketRequestTimeoutSec]))
-        }
-    }
+final class APIContext: ConnectionGuardContext {
+    typealias Settings = ConnectionSettings
 
     struct Info: Sendable {
         var version: String
@@ -38,6 +21,8 @@ final class APIContext: Sendable {
     let events: EventBroadcaster
     let logger: Logger
     let info: Info
+    /// The proxy's state for `/v1/status`.
+    let proxy: ProxyBoard
     let started = ContinuousClock.now
     private let current: NIOLockedValueBox<Settings>
     /// The fast path rebuilds its cached answer when this moves.
@@ -49,8 +34,9 @@ final class APIContext: Sendable {
 
     init(
         provider: WAFTokenProvider, settings: Settings, metrics: DaemonMetrics, events: EventBroadcaster, generation: SnapshotGeneration,
-        info: Info, logger: Logger
+        info: Info, proxy: ProxyBoard = ProxyBoard(), logger: Logger
     ) {
+        self.proxy = proxy
         self.provider = provider
         self.generation = generation
         current = NIOLockedValueBox(settings)
@@ -63,5 +49,19 @@ final class APIContext: Sendable {
     var settings: Settings {
         get { current.withLockedValue { $0 } }
         set { current.withLockedValue { $0 = newValue } }
+    }
+
+    var connectionSettings: ConnectionSettings { settings }
+    var listenerName: String { "socket" }
+}
+
+extension ConnectionSettings {
+    /// The API socket's: `socket.allowedUsers`, `socket.allowedGroups` and its timeouts.
+    init(_ configuration: DaemonConfiguration, logger: Logger) {
+        self.init(
+            policy: AccessPolicy(
+                allowedUsers: configuration[Keys.socketAllowedUsers], allowedGroups: configuration[Keys.socketAllowedGroups], logger: logger),
+            idleTimeout: .seconds(Int64(configuration[Keys.socketIdleTimeoutSec])),
+            requestTimeout: .seconds(Int64(configuration[Keys.socketRequestTimeoutSec])))
     }
 }

@@ -24,16 +24,16 @@ final class AccessPolicy: Sendable {
     /// Supplementary groups by uid: NSS lookups can be slow, and a client reconnects often.
     private let memberships = NIOLockedValueBox<[UInt32: (groups: Set<UInt32>, at: Double)]>([:])
 
-    init(allowedUsers: [String], allowedGroups: [String], logger: Logger) {
+    init(allowedUsers: [String], allowedGroups: [String], keyPrefix: String = "socket", logger: Logger) {
         isOpen = allowedUsers.isEmpty && allowedGroups.isEmpty
         users = Set(allowedUsers.compactMap { name in
             let id = UInt32(name) ?? Self.userID(named: name)
-            if id == nil { logger.warning("socket.allowedUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
+            if id == nil { logger.warning("\(keyPrefix).allowedUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
             return id
         })
         groups = Set(allowedGroups.compactMap { name in
             let id = UInt32(name) ?? Self.groupID(named: name)
-            if id == nil { logger.warning("socket.allowedGroups: no such group; ignored", metadata: ["group": "\(name)"]) }
+            if id == nil { logger.warning("\(keyPrefix).allowedGroups: no such group; ignored", metadata: ["group": "\(name)"]) }
             return id
         })
     }

@@ -22,7 +22,7 @@ struct StatusBody: Encodable {
         case state, nextAt, held, inFlight, consecutiveFailures, lastError, pendingRequests, backgroundRefreshEnabled
         case fingerprint, fetchedAt, ageSeconds, stale
         case fetchAttempts, fetchSuccesses, fetchFailures, callbackFailures, requestsServed, connections, eventSubscribers
-        case version, pid, uptimeSeconds, socket, demo
+        case version, pid, uptimeSeconds, socket, demo, proxy
         case error, message
     }
 
@@ -71,5 +71,6 @@ struct StatusBody: Encodable {
         try daemon.encode((ContinuousClock.now - api.started).components.seconds, forKey: .uptimeSeconds)
         try daemon.encode(api.info.socketPath, forKey: .socket)
         try daemon.encode(api.info.demo, forKey: .demo)
+        try root.encode(api.proxy.snapshot, forKey: .proxy)
     }
 }

@@ -24,7 +24,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
         case serving
     }
 
-    private let api: APIContext
+    private let owner: any ConnectionGuardContext
     private let connection: ConnectionState
     private let peer: PeerCredentialsSource
     private var phase = Phase.idle
@@ -32,8 +32,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
     private var timer: Scheduled<Void>?
     private var closeWhenIdle = false
 
-    init(api: APIContext, connection: ConnectionState, peer: PeerCredentialsSource) {
-        self.api = api
+    init(owner: any ConnectionGuardContext, connection: ConnectionState, peer: PeerCredentialsSource) {
+        self.owner = owner
         self.connection = connection
         self.peer = peer
     }
@@ -65,10 +65,10 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
         // Fail closed: without credentials nobody is let in.
         let peer = credentials.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
         connection.peer = peer
-        connection.allowed = credentials != nil && api.settings.policy.allows(peer)
+        connection.allowed = credentials != nil && owner.connectionSettings.policy.allows(peer)
         if !connection.allowed {
-            api.logger.notice(
-                "connection refused by the socket's access policy", metadata: ["uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
+            owner.logger.notice(
+                "connection refused by the \(owner.listenerName)'s access policy", metadata: ["uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
         }
         if let held {
             self.held = nil
@@ -132,7 +132,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
         timer = nil
         // A late answer on a closed connection arms nothing: a timer would keep it alive.
         guard context.channel.isActive else { return }
-        let settings = api.settings
+        let settings = owner.connectionSettings
         switch phase {
         case .serving:
             break
@@ -151,7 +151,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
         held = nil
         phase = .serving
         let bytes = APIResponse.error(status, code, message).encoded(keepAlive: false, date: HTTPDate.format(.now), allocator: context.channel.allocator)
-        api.metrics.countRequests(endpoint: "-", status: status.code)
+        owner.metrics.countRequests(endpoint: "-", status: status.code)
         context.writeAndFlush(wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
     }
 }

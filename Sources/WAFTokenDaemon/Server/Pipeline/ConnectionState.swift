@@ -1,8 +1,32 @@
+import Logging
 import NIOCore
 
 #if canImport(Glibc)
 import Glibc
 #endif
+
+/// Who may connect and how long a connection may idle or take to send a request: the API
+/// socket's and the proxy's, each reloadable.
+struct ConnectionSettings: Sendable {
+    var policy: AccessPolicy
+    var idleTimeout: TimeAmount
+    var requestTimeout: TimeAmount
+
+    init(policy: AccessPolicy, idleTimeout: TimeAmount, requestTimeout: TimeAmount) {
+        self.policy = policy
+        self.idleTimeout = idleTimeout
+        self.requestTimeout = requestTimeout
+    }
+}
+
+/// What `ConnectionGuardHandler` needs of the listener it guards.
+protocol ConnectionGuardContext: AnyObject, Sendable {
+    /// "socket" or "proxy", for the log.
+    var listenerName: String { get }
+    var connectionSettings: ConnectionSettings { get }
+    var logger: Logger { get }
+    var metrics: DaemonMetrics { get }
+}
 
 /// One connection's facts, shared by its handlers on its event loop.
 final class ConnectionState {

@@ -18,7 +18,7 @@ enum SocketPipeline {
         let pipeline = channel.pipeline.syncOperations
         let connection = ConnectionState()
         try pipeline.addHandler(BackPressureHandler())
-        try pipeline.addHandler(ConnectionGuardHandler(api: api, connection: connection, peer: peer))
+        try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
         try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection))
         try pipeline.addHandler(HTTPResponseEncoder())
         let decoder = makeDecoder()

@@ -1,0 +1,54 @@
+import Logging
+import WAFTokenCore
+import NIOCore
+import NIOHTTP1
+
+/// The token-injecting proxy on one listening address: each connection gets the socket API's
+/// backpressure and guard (peer check, timeouts), NIO's HTTP codec and a `ProxyHandler`.
+final class ProxyServer: Sendable {
+    let context: ProxyContext
+    let settings: ProxySettings
+    private let listener: Listener
+
+    init(
+        provider: WAFTokenProvider, settings: ProxySettings, connection: ConnectionSettings, metrics: DaemonMetrics, board: ProxyBoard,
+        logger: Logger
+    ) throws(DaemonFailure) {
+        listener = Listener(threads: settings.threads)
+        self.settings = settings
+        context = try ProxyContext(
+            provider: provider, settings: settings, connection: connection, group: listener.eventLoops, metrics: metrics, board: board,
+            logger: logger)
+    }
+
+    func start() async throws(DaemonFailure) {
+        let peer: PeerCredentialsSource = if case .unix = settings.listen { .socket } else { LoopbackPeer.source }
+        try await listener.start(.listen(settings.listen, mode: settings.mode)) { [context] channel in
+            try Self.configure(channel, proxy: context, peer: peer)
+        }
+    }
+
+    /// Where it listens as bound (a loopback port 0 becomes the port the system chose).
+    var address: String {
+        guard case .loopback(let host, _) = settings.listen, let port = listener.localAddress?.port else { return settings.listen.description }
+        return ListenAddress.loopback(host: host, port: port).description
+    }
+
+    func stop(grace: Duration) async {
+        context.shuttingDown.store(true, ordering: .relaxed)
+        await listener.stop(grace: grace)
+        context.pools.closeIdle()
+    }
+
+    static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(BackPressureHandler())
+        let connection = ConnectionState()
+        try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
+        try pipeline.addHandler(HTTPResponseEncoder())
+        try pipeline.addHandler(SocketPipeline.makeDecoder())
+        try pipeline.addHandler(HTTPServerPipelineHandler())
+        try pipeline.addHandler(ProtocolErrorHandler(metrics: proxy.metrics))
+        try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))
+    }
+}

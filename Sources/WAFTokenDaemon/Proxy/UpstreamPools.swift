@@ -1,0 +1,123 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import WAFTokenCore
+
+/// A connection to the upstream, with its handler; used on its channel's event loop only.
+struct UpstreamConnection {
+    let channel: any Channel
+    let handler: UpstreamHandler
+    /// Taken from the pool (it may have been closed by the upstream meanwhile), not new.
+    let reused: Bool
+
+    /// The connection `acquire` gave, looked up on its event loop.
+    init(_ acquired: UpstreamPools.Acquired) throws {
+        channel = acquired.channel
+        handler = try acquired.channel.pipeline.syncOperations.handler(type: UpstreamHandler.self)
+        reused = acquired.reused
+    }
+
+    init(channel: any Channel, handler: UpstreamHandler, reused: Bool) {
+        self.channel = channel
+        self.handler = handler
+        self.reused = reused
+    }
+}
+
+/// Kept-alive upstream connections, one pool per event loop: a request takes a connection of its
+/// own loop, so that nothing crosses threads and no lock is taken per request.
+final class UpstreamPools: Sendable {
+    private let pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>]
+
+    static let maximumIdlePerLoop = 256
+    static let idleTimeout = TimeAmount.seconds(55)
+
+    init(group: any EventLoopGroup) {
+        var pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>] = [:]
+        for loop in group.makeIterator() {
+            pools[ObjectIdentifier(loop)] = .makeBoxSendingValue(Pool(), eventLoop: loop)
+        }
+        self.pools = pools
+    }
+
+    struct Acquired: Sendable {
+        let channel: any Channel
+        let reused: Bool
+    }
+
+    /// An idle connection of `route`'s generation, or a new one; on `eventLoop`, whose pool it is.
+    func acquire(_ route: ProxyContext.Route, on eventLoop: any EventLoop, fresh: Bool = false) -> EventLoopFuture<Acquired> {
+        if !fresh, let pool = pools[ObjectIdentifier(eventLoop)]?.value {
+            while let idle = pool.idle.popLast() {
+                idle.timer?.cancel()
+                if idle.connection.channel.isActive, idle.connection.handler.generation == route.generation {
+                    return eventLoop.makeSucceededFuture(Acquired(channel: idle.connection.channel, reused: true))
+                }
+                idle.connection.channel.close(promise: nil)
+            }
+        }
+        return connect(route, on: eventLoop)
+    }
+
+    /// Back into the pool, for the next request on this loop; closed when the pool is full, when
+    /// it idles too long, or when the upstream closes it.
+    func release(_ connection: UpstreamConnection, on eventLoop: any EventLoop) {
+        connection.handler.delegate = nil
+        guard connection.channel.isActive, let pool = pools[ObjectIdentifier(eventLoop)]?.value,
+            pool.idle.count < Self.maximumIdlePerLoop
+        else {
+            connection.channel.close(promise: nil)
+            return
+        }
+        let channel = connection.channel
+        let timer = eventLoop.assumeIsolated().scheduleTask(in: Self.idleTimeout) { channel.close(promise: nil) }
+        pool.idle.append(Pool.Idle(connection: connection, timer: timer))
+    }
+
+    /// Closes every idle connection (stop, or a route that changed).
+    func closeIdle() {
+        for (_, pool) in pools {
+            pool.eventLoop.execute {
+                for idle in pool.value.idle {
+                    idle.timer?.cancel()
+                    idle.connection.channel.close(promise: nil)
+                }
+                pool.value.idle.removeAll()
+            }
+        }
+    }
+
+    private func connect(_ route: ProxyContext.Route, on eventLoop: any EventLoop) -> EventLoopFuture<Acquired> {
+        let upstream = route.settings.upstream
+        let generation = route.generation
+        let tls = route.tls
+        let timeout = route.settings.upstreamTimeout
+        return ClientBootstrap(group: eventLoop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let pipeline = channel.pipeline.syncOperations
+                    if let tls {
+                        // SNI names a host, never an address.
+                        let name = WAFHost.isIPLiteral(upstream.host) ? nil : upstream.host
+                        try pipeline.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: name))
+                    }
+                    try pipeline.addHTTPClientHandlers()
+                    try pipeline.addHandler(UpstreamHandler(generation: generation))
+                }
+            }
+            .connect(host: upstream.host, port: upstream.port)
+            .map { channel in Acquired(channel: channel, reused: false) }
+    }
+
+    final class Pool {
+        struct Idle {
+            let connection: UpstreamConnection
+            let timer: Scheduled<Void>?
+        }
+
+        var idle: [Idle] = []
+    }
+}

@@ -1,0 +1,72 @@
+import WAFTokenCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `proxy.upstream`, checked: where the proxy sends requests, and so the token. Only `domainName`,
+/// a host below it, or a loopback host (an upstream on this machine); https, or http to loopback
+/// as CFG-1 allows for the token service.
+struct UpstreamTarget: Sendable, Hashable {
+    let secure: Bool
+    /// The host to connect to, IPv6 without brackets.
+    let host: String
+    let port: Int
+    /// The URL's path with one trailing `/` dropped: request paths are appended to it.
+    let basePath: String
+    /// The upstream request's `Host`: the URL's authority as written.
+    let authority: String
+
+    /// The target, or why `text` cannot be one for `domainName`.
+    static func parse(_ text: String, domainName: String) -> Result<UpstreamTarget, ProblemText> {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let rawHost = url.host(percentEncoded: false), !rawHost.isEmpty else {
+            return .failure("is not an absolute URL")
+        }
+        guard url.user == nil, url.password == nil else { return .failure("holds user credentials") }
+        guard url.query == nil, url.fragment == nil else { return .failure("has a query or fragment") }
+        let host = (rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost).lowercased()
+        let loopback = WAFHost.isLoopback(host)
+        switch scheme {
+        case "https": break
+        case "http" where loopback: break
+        case "http": return .failure("uses http to a host that is not loopback")
+        default: return .failure("has the scheme \(scheme)")
+        }
+        let domain = domainName.lowercased()
+        guard loopback || host == domain || host.hasSuffix("." + domain) else {
+            return .failure("names \(host), which is neither domainName (\(domain)), a host below it, nor loopback")
+        }
+        let secure = scheme == "https"
+        var path = url.path(percentEncoded: true)
+        if path.hasSuffix("/") { path.removeLast() }
+        let bracketed = host.contains(":") ? "[\(host)]" : host
+        return .success(UpstreamTarget(
+            secure: secure, host: host, port: url.port ?? (secure ? 443 : 80), basePath: path,
+            authority: url.port.map { "\(bracketed):\($0)" } ?? bracketed))
+    }
+
+    /// The upstream's target for a client's request target: its path and query appended to the
+    /// base path. An absolute-form target (`http://elsewhere/x`) keeps only its path and query:
+    /// it never chooses the host.
+    func target(for requestURI: String) -> String {
+        var uri = Substring(requestURI)
+        if !uri.hasPrefix("/"), let schemeEnd = uri.firstRange(of: "://") {
+            let rest = uri[schemeEnd.upperBound...]
+            uri = rest.firstIndex { $0 == "/" || $0 == "?" }.map { rest[$0...] } ?? ""
+        }
+        if uri.hasPrefix("?") || uri.isEmpty { uri = "/" + uri }
+        if !uri.hasPrefix("/") { uri = "/" + uri }  // "*" or garbage: still below the base path
+        return basePath + uri
+    }
+
+    var url: String { "\(secure ? "https" : "http")://\(authority)\(basePath)/" }
+}
+
+/// A short reason, as `WAFConfigurationIssue.problem` wants it.
+struct ProblemText: Error, ExpressibleByStringInterpolation, Equatable {
+    let text: String
+    init(stringLiteral value: String) { text = value }
+    init(stringInterpolation: DefaultStringInterpolation) { text = String(stringInterpolation: stringInterpolation) }
+}

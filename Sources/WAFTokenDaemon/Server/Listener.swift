@@ -1,0 +1,121 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening socket and its connections, for the API socket and the proxy alike: it binds a
+/// Unix socket path (replacing a stale socket file, refusing to steal a live one), a loopback
+/// address, or a socket systemd passed; and stops gracefully: no new connections, the requests in
+/// flight answered within a bound, then everything closed.
+final class Listener: Sendable {
+    private struct State {
+        var channel: (any Channel)?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        /// The path was created here and is removed on stop; an inherited socket is not.
+        var ownedPath: String?
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let group: MultiThreadedEventLoopGroup
+    private let connectionsChanged: @Sendable (Int) -> Void
+
+    init(threads: Int, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
+        group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        self.connectionsChanged = connectionsChanged
+    }
+
+    var eventLoops: any EventLoopGroup { group }
+
+    enum Address {
+        case listen(ListenAddress, mode: UInt16)
+        case inherited(CInt)
+    }
+
+    /// Binds `address`; every accepted connection gets `configure` (on its event loop).
+    func start(_ address: Address, configure: @escaping @Sendable (any Channel) throws -> Void) async throws(DaemonFailure) {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .childChannelOption(.allowRemoteHalfClosure, value: false)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try configure(channel)
+                    track(channel)
+                }
+            }
+        let channel: any Channel
+        var ownedPath: String?
+        do {
+            switch address {
+            case .inherited(let descriptor):
+                channel = try await bootstrap.withBoundSocket(descriptor).get()
+            case .listen(.unix(let path), let mode):
+                try await SocketFile.prepare(path)
+                channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+                ownedPath = path
+                guard chmod(path, mode_t(mode)) == 0 else {
+                    try? await channel.close()
+                    throw DaemonFailure(.osError, "cannot set mode 0\(String(mode, radix: 8)) on \(path): \(String(cString: strerror(errno)))")
+                }
+            case .listen(.loopback(let host, let port), _):
+                channel = try await bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1).bind(host: host, port: port).get()
+            }
+        } catch let failure as DaemonFailure {
+            throw failure
+        } catch {
+            throw DaemonFailure(.osError, "cannot bind \(address): \(error)")
+        }
+        state.withLockedValue {
+            $0.channel = channel
+            $0.ownedPath = ownedPath
+        }
+    }
+
+    /// Where it listens, as bound: a path, or an address with the port (the one the system chose
+    /// for port 0).
+    var localAddress: SocketAddress? { state.withLockedValue { $0.channel?.localAddress } }
+
+    /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest.
+    func stop(grace: Duration) async {
+        let (channel, ownedPath) = state.withLockedValue { ($0.channel, $0.ownedPath) }
+        try? await channel?.close()
+        if let ownedPath { unlink(ownedPath) }
+        for connection in connections { connection.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent()) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + grace
+        while !connections.isEmpty, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for connection in connections { try? await connection.close() }
+        try? await group.shutdownGracefully()
+    }
+
+    private var connections: [any Channel] { state.withLockedValue { Array($0.connections.values) } }
+
+    private func track(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let count = state.withLockedValue { state -> Int in
+            state.connections[id] = channel
+            return state.connections.count
+        }
+        connectionsChanged(count)
+        channel.closeFuture.whenComplete { [state, connectionsChanged] _ in
+            let count = state.withLockedValue { state -> Int in
+                state.connections[id] = nil
+                return state.connections.count
+            }
+            connectionsChanged(count)
+        }
+    }
+}
+
+extension Listener.Address: CustomStringConvertible {
+    var description: String {
+        switch self {
+        case .listen(let address, _): address.description
+        case .inherited(let descriptor): "the socket passed as descriptor \(descriptor)"
+        }
+    }
+}

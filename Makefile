@@ -4,7 +4,8 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-fleet mutants fuzz fuzz-ci test-reliability
+.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-proxy bench-fleet size mutants fuzz fuzz-ci \
+	test-reliability deb image test-packages
 
 deps:
 	@scripts/install-deps.sh
@@ -16,12 +17,29 @@ build: deps
 # generate-manual tool that makes the man pages from them. (Not ArgumentParser's plugin command: it
 # rebuilds the package in release without --static-swift-stdlib, over these binaries.)
 release: deps
-	$(SWIFT) build -c release --static-swift-stdlib --scratch-path .build-static
+	SWIFT=$(SWIFT) scripts/swift-release.sh
 	$(SWIFT) build --scratch-path .build-static --product generate-manual
 
 # Binaries, units, sysusers/tmpfiles snippets, configuration and man pages under $(DESTDIR)$(PREFIX).
 install: release
 	PREFIX=$(PREFIX) DESTDIR=$(DESTDIR) SWIFT=$(SWIFT) scripts/install.sh
+
+# out/waf-tokend_<version>_amd64.deb (debhelper, from the static release build), lintian-clean.
+deb: release
+	@scripts/install-deps.sh deb
+	scripts/deb.sh
+
+# The container image localhost/waf-tokend:<version>, FROM scratch, built offline with podman.
+image: release
+	@scripts/install-deps.sh image
+	scripts/image.sh
+
+# The package installed, upgraded, removed and purged under a real systemd; the image's two
+# containers sharing the socket; the Kubernetes manifests against the image.
+test-packages: deb image
+	DEB_VERSION=$$(sed -n '1s/^waf-tokend (\([^)]*\)).*/\1/p' deploy/debian/changelog)+upgrade1 scripts/deb.sh
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build --filter WAFPackageTests
 
 # The daemon against a local token service in the same process: no AWS account, no root.
 demo: deps
@@ -33,7 +51,7 @@ demo: deps
 test: deps release
 	scripts/check-rule-ids.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip WAFReliabilityTests
+	$(SWIFT) test --skip WAFReliabilityTests --skip WAFPackageTests
 	$(SWIFT) test --skip-build --filter WAFReliabilityTests
 
 # The provider core, the wire format, the solvers and the local service's issuers under the thread

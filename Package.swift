@@ -75,10 +75,14 @@ let package = Package(
             dependencies: ["WAFTokenCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: strict),
 
+        // The version the executables print and the package carries.
+        .target(name: "WAFVersion", swiftSettings: strict),
+        // A JSON document of any shape, read through FoundationEssentials' JSONDecoder.
+        .target(name: "WAFJSON", swiftSettings: strict),
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
         .target(
             name: "WAFChallenge",
-            dependencies: ["COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: ["WAFJSON", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
             swiftSettings: strict),
         // The provider's fetcher over HTTP, to a real or the local token service, on AsyncHTTPClient.
         .target(
@@ -99,7 +103,7 @@ let package = Package(
         .target(
             name: "WAFTokenDaemon",
             dependencies: [
-                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "CYAML", logging,
+                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "WAFJSON", "WAFVersion", "CYAML", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -113,13 +117,14 @@ let package = Package(
         .target(name: "WAFSystemd", dependencies: ["CSystemd", "WAFTokenDaemon", logging], swiftSettings: strict),
 
         // A Swift client of the daemon's socket API, with the SDK's shape; and waf-tokenctl on it.
+        // NIO alone: a local socket needs no HTTPS client, pool or crypto (README, "Sizes").
         .target(
             name: "WAFDaemonClient",
-            dependencies: ["WAFChallenge", .product(name: "AsyncHTTPClient", package: "async-http-client")] + nio,
+            dependencies: ["WAFJSON", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
             swiftSettings: strict),
         .target(
             name: "WAFTokenCtl",
-            dependencies: ["WAFDaemonClient", "WAFChallenge", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["WAFDaemonClient", "WAFJSON", "WAFVersion", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
 
         // Thin executables.
@@ -128,7 +133,7 @@ let package = Package(
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
         .executableTarget(
             name: "waf-token-service",
-            dependencies: ["WAFLocalTokenService", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["WAFLocalTokenService", "WAFVersion", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
 
         // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time.
@@ -143,7 +148,7 @@ let package = Package(
         // sockets, a daemon in front of a local token service.
         .target(
             name: "WAFTestSupport",
-            dependencies: ["WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", .product(name: "AsyncHTTPClient", package: "async-http-client")] + nio,
+            dependencies: ["WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", "WAFJSON", .product(name: "AsyncHTTPClient", package: "async-http-client")] + nio,
             swiftSettings: strict),
         // waf-tokend whose provider wedges on purpose, for the watchdog tests only; never installed.
         .executableTarget(
@@ -191,6 +196,10 @@ let package = Package(
         .testTarget(
             name: "WAFReliabilityTests", dependencies: ["WAFTestSupport", "WAFChallenge", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
             swiftSettings: strict),
+        // The Debian package in a booted systemd, the container image, the Kubernetes manifests: after
+        // make deb and make image (make test-packages).
+        .testTarget(
+            name: "WAFPackageTests", dependencies: ["WAFTestSupport", "WAFTokenDaemon", "waf-token-service"], swiftSettings: strict),
         .testTarget(
             name: "WAFTokenCtlTests", dependencies: ["WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),

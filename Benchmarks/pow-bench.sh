@@ -14,8 +14,8 @@ SECONDS_PER_RUN=${RUN_SECONDS:-2}
 work=$(mktemp -d /tmp/waf-pow-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 
-swift build -c release --static-swift-stdlib --scratch-path .build-static --product waf-pow-bench >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
-ours=$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)/waf-pow-bench
+scripts/swift-release.sh --product waf-pow-bench >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+ours=$(scripts/swift-release.sh --show-bin-path)/waf-pow-bench
 gcc -O2 -o "$work/pow" Benchmarks/c-anchors/pow.c -lcrypto -lpthread
 
 # A realistic base: the input of the protocol's test vector 2 and the mobile checksum.

@@ -18,10 +18,10 @@ cleanup() { for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; r
 trap cleanup EXIT
 
 # The binaries as installed: release, Swift runtime linked in (make release).
-build() { swift build -c release --static-swift-stdlib --scratch-path .build-static --product "$1" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }; }
+build() { scripts/swift-release.sh --product "$1" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }; }
 build waf-tokend
 build waf-token-service
-bin=$(swift build -c release --static-swift-stdlib --scratch-path .build-static --show-bin-path)
+bin=$(scripts/swift-release.sh --show-bin-path)
 gcc -O2 -o "$work/responder" Benchmarks/c-responder/responder.c
 
 "$bin/waf-token-service" >"$work/service.out" 2>/dev/null &

@@ -1,5 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the build and the tests need, only those missing.
+# Installs the Debian packages the build and the tests need, only those missing; with `deb`, also
+# what `make deb` needs (debhelper, lintian); with `image`, what `make image` needs (podman,
+# buildah, runc); with `proxy-bench`, nginx for `make bench-proxy`.
+#
+#   scripts/install-deps.sh [deb] [image] [proxy-bench]
 set -euo pipefail
 
 packages=(
@@ -15,6 +19,14 @@ packages=(
     systemd-container debootstrap  # the end-to-end test under a real systemd in a container
     util-linux binutils          # unshare, nsenter, setpriv; strip for make install
 )
+for profile in "$@"; do
+    case "$profile" in
+        deb) packages+=(debhelper lintian dpkg-dev fakeroot) ;;
+        image) packages+=(podman buildah runc uidmap ca-certificates) ;;
+        proxy-bench) packages+=(nginx-light) ;;
+        *) echo "error: unknown profile $profile (deb, image, proxy-bench)" >&2; exit 64 ;;
+    esac
+done
 
 if ! command -v swift >/dev/null 2>&1; then
     echo "error: no Swift toolchain on PATH; this project needs Swift 6.3 (https://www.swift.org/install/linux/)" >&2

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs waf-tokend from the static release build (make release) under $DESTDIR$PREFIX:
-# binaries, systemd units, sysusers.d and tmpfiles.d snippets, the example configuration (never over
-# an existing one) and man pages made by ArgumentParser's generate-manual.
+# the daemon in sbin, the client and the local token service in bin, systemd units, sysusers.d and
+# tmpfiles.d snippets, the example configuration (never over an existing one), man pages and
+# waf-tokenctl's shell completions. The Debian package (make deb) installs the same.
 #
 #   PREFIX=/usr DESTDIR=/tmp/stage scripts/install.sh
 set -euo pipefail
@@ -22,18 +23,21 @@ for product in "${products[@]}"; do
 done
 
 root="$DESTDIR$PREFIX"
-install -d "$root/bin" "$root/lib/systemd/system" "$root/lib/sysusers.d" "$root/lib/tmpfiles.d" \
-    "$root/share/man/man1" "$DESTDIR$SYSCONFDIR/waf-tokend"
+install -d "$root/bin" "$root/sbin" "$root/lib/systemd/system" "$root/lib/sysusers.d" "$root/lib/tmpfiles.d" \
+    "$root/share/man/man1" "$root/share/bash-completion/completions" "$root/share/zsh/vendor-completions" \
+    "$root/share/fish/vendor_completions.d" "$DESTDIR$SYSCONFDIR/waf-tokend"
 
 # Debug information off (a third of the size), symbols kept so that backtraces name functions.
 for product in "${products[@]}"; do
-    install -m 0755 "$SCRATCH/release/$product" "$root/bin/$product"
-    strip --strip-debug "$root/bin/$product"
+    directory=bin
+    if [ "$product" = waf-tokend ]; then directory=sbin; fi
+    install -m 0755 "$SCRATCH/release/$product" "$root/$directory/$product"
+    strip --strip-debug "$root/$directory/$product"
 done
 
-# The units name /usr/bin/waf-tokend and /etc/waf-tokend: follow PREFIX and SYSCONFDIR.
+# The units name /usr/sbin/waf-tokend and /etc/waf-tokend: follow PREFIX and SYSCONFDIR.
 for unit in waf-tokend.service waf-tokend.socket; do
-    sed -e "s|/usr/bin/waf-tokend|$PREFIX/bin/waf-tokend|g" -e "s|/etc/waf-tokend|$SYSCONFDIR/waf-tokend|g" \
+    sed -e "s|/usr/sbin/waf-tokend|$PREFIX/sbin/waf-tokend|g" -e "s|/etc/waf-tokend|$SYSCONFDIR/waf-tokend|g" \
         "systemd/$unit" > "$root/lib/systemd/system/$unit"
     chmod 0644 "$root/lib/systemd/system/$unit"
 done
@@ -48,16 +52,16 @@ else
     install -m 0644 config/waf-tokend.yaml "$config"
 fi
 
-# Man pages from the binaries' own ArgumentParser definitions.
-"$SWIFT" build --scratch-path "$SCRATCH" --product generate-manual >/dev/null
-manuals=$(mktemp -d)
-trap 'rm -rf "$manuals"' EXIT
-"$SCRATCH/debug/generate-manual" "$SCRATCH/release/waf-tokend" --output-directory "$manuals"
-"$SCRATCH/debug/generate-manual" "$SCRATCH/release/waf-tokenctl" --multi-page --output-directory "$manuals"
-"$SCRATCH/debug/generate-manual" "$SCRATCH/release/waf-token-service" --output-directory "$manuals"
-install -m 0644 "$manuals"/*.1 "$root/share/man/man1/"
+# Man pages and completions from the binaries' own ArgumentParser definitions.
+generated=$(mktemp -d)
+trap 'rm -rf "$generated"' EXIT
+SWIFT="$SWIFT" scripts/generated-docs.sh "$SCRATCH/release" "$generated"
+install -m 0644 "$generated"/man/*.1 "$root/share/man/man1/"
+install -m 0644 "$generated/completions/waf-tokenctl.bash" "$root/share/bash-completion/completions/waf-tokenctl"
+install -m 0644 "$generated/completions/waf-tokenctl.zsh" "$root/share/zsh/vendor-completions/_waf-tokenctl"
+install -m 0644 "$generated/completions/waf-tokenctl.fish" "$root/share/fish/vendor_completions.d/waf-tokenctl.fish"
 
-echo "installed under ${DESTDIR:-/}: $PREFIX/bin, $PREFIX/lib/systemd/system, $PREFIX/lib/sysusers.d, $PREFIX/lib/tmpfiles.d, $PREFIX/share/man/man1, $SYSCONFDIR/waf-tokend"
+echo "installed under ${DESTDIR:-/}: $PREFIX/bin, $PREFIX/sbin, $PREFIX/lib/systemd/system, $PREFIX/lib/sysusers.d, $PREFIX/lib/tmpfiles.d, $PREFIX/share/man/man1, $SYSCONFDIR/waf-tokend"
 if [ -z "$DESTDIR" ]; then
     echo "next: systemd-sysusers; systemd-tmpfiles --create waf-tokend.conf; edit $config; systemctl daemon-reload; systemctl enable --now waf-tokend.socket (or waf-tokend.service)"
 fi

@@ -1,3 +1,5 @@
+import WAFJSON
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else

@@ -1,7 +1,6 @@
-import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
-import WAFChallenge
+import WAFJSON
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -60,19 +59,16 @@ public final class WAFTokenDaemonClient: Sendable {
     public static let defaultSocketPath = "/run/waf-tokend/token.sock"
 
     public let socketPath: String
-    private let http: HTTPClient
+    private let connection: DaemonConnection
 
     /// `socketPath` defaults to `$WAF_TOKEND_SOCKET`, then the daemon's default path.
     public init(socketPath: String? = nil) {
         self.socketPath = socketPath ?? ProcessInfo.processInfo.environment["WAF_TOKEND_SOCKET"] ?? Self.defaultSocketPath
-        var configuration = HTTPClient.Configuration()
-        configuration.connectionPool.retryConnectionEstablishment = false
-        http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        connection = DaemonConnection(socketPath: self.socketPath)
     }
 
-    public func shutdown() async {
-        try? await http.shutdown()
-    }
+    /// Nothing to release: every call has a connection of its own, closed when it is answered.
+    public func shutdown() async {}
 
     // MARK: The SDK's calls
 
@@ -135,23 +131,15 @@ public final class WAFTokenDaemonClient: Sendable {
 
     /// Every event the daemon announces, as it comes.
     public func events() -> AsyncThrowingStream<WAFDaemonEvent, any Error> {
-        let http = http
-        let url = url("/v1/events")
+        let connection = connection
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    var request = HTTPClientRequest(url: url)
-                    request.headers.add(name: "Host", value: "localhost")
-                    request.headers.add(name: "Accept", value: "text/event-stream")
-                    let response = try await http.execute(request, deadline: .distantFuture)
-                    guard response.status == .ok else {
-                        let body = try await response.body.collect(upTo: 64 * 1024)
-                        try Self.check(response.status.code, Array(body.readableBytesView))
-                        throw WAFTokenClientError.badResponse("HTTP \(response.status.code)")
-                    }
-                    var parser = ServerSentEventParser()
-                    for try await chunk in response.body {
-                        for event in parser.feed(chunk.readableBytesView) { continuation.yield(event) }
+                    try await connection.stream("/v1/events", accept: "text/event-stream") { status, body in
+                        try Self.check(status, body)
+                        throw WAFTokenClientError.badResponse("HTTP \(status)")
+                    } onChunk: { parser, chunk in
+                        for event in parser.feed(chunk) { continuation.yield(event) }
                     }
                     continuation.finish()
                 } catch {
@@ -216,15 +204,8 @@ public final class WAFTokenDaemonClient: Sendable {
     func request(
         _ path: String, method: HTTPMethod = .GET, accept: String? = nil, body: [UInt8]? = nil, timeout: Duration = .seconds(60)
     ) async throws(WAFTokenClientError) -> (UInt, [UInt8]) {
-        var request = HTTPClientRequest(url: url(path))
-        request.method = method
-        request.headers.add(name: "Host", value: "localhost")
-        if let accept { request.headers.add(name: "Accept", value: accept) }
-        if let body { request.body = .bytes(ByteBuffer(bytes: body)) }
         do {
-            let response = try await http.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
-            let answer = try await response.body.collect(upTo: 1 << 20)
-            return (response.status.code, Array(answer.readableBytesView))
+            return try await connection.exchange(path, method: method, accept: accept, body: body, timeout: timeout)
         } catch {
             throw Self.transportError(error)
         }
@@ -244,15 +225,8 @@ public final class WAFTokenDaemonClient: Sendable {
         return encoded
     }
 
-    private func url(_ path: String) -> String {
-        URL(httpURLWithSocketPath: socketPath, uri: path)?.absoluteString ?? "http+unix://invalid\(path)"
-    }
-
     public static func transportError(_ error: any Error) -> WAFTokenClientError {
         if let error = error as? WAFTokenClientError { return error }
-        if let error = error as? HTTPClientError, error == .deadlineExceeded || error == .readTimeout {
-            return .timedOut("the daemon did not answer in time")
-        }
         return .unreachable("\(error)")
     }
 }

@@ -25,10 +25,14 @@ public final class Container: @unchecked Sendable {
         return ["systemd", "unified"].map { "/sys/fs/cgroup/\($0)" }.filter { FileManager.default.fileExists(atPath: "\($0)/cgroup.procs") }
     }
 
-    /// The cached root under `cache` (`cache/root`), made on first use. Packages: what the issue
-    /// names, plus publicsuffix for libpsl's list.
+    /// The Debian packages of the root: systemd (and the helpers a package's scripts call), and the
+    /// libraries our binaries link (libpsl and its list, libyaml, libcrypto).
+    static let packages = "systemd,systemd-sysv,dbus,init-system-helpers,libsystemd0,libpsl5,publicsuffix,libyaml-0-2,libssl3"
+
+    /// The cached root under `cache`, made on first use; named after its package list, so that a
+    /// new list makes a new root.
     public static func root(in cache: URL) async throws -> URL {
-        let root = cache.appendingPathComponent("root")
+        let root = cache.appendingPathComponent("root-" + String(packages.utf8.reduce(UInt32(5381)) { ($0 &* 33) &+ UInt32($1) }, radix: 16))
         if FileManager.default.fileExists(atPath: root.appendingPathComponent("usr/lib/systemd/systemd").path) { return root }
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
         let scratch = cache.appendingPathComponent("root.partial")
@@ -42,7 +46,7 @@ public final class Container: @unchecked Sendable {
             mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
             eval "$(apt-config shell proxy Acquire::http::Proxy 2>/dev/null || true)"
             if [ -n "${proxy:-}" ]; then export http_proxy="$proxy"; fi
-            debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,libsystemd0,libpsl5,publicsuffix,libyaml-0-2 \
+            debootstrap --variant=minbase --include=\(packages) \
                 bookworm '\(scratch.path)' "${mirror:-http://deb.debian.org/debian}" > '\(cache.path)/debootstrap.log' 2>&1 \
                 || { tail -20 '\(cache.path)/debootstrap.log' >&2; exit 1; }
             mv '\(scratch.path)' '\(root.path)'

@@ -1,5 +1,6 @@
 import Foundation
 import WAFChallenge
+import WAFJSON
 
 /// A local token service process and a `waf-tokend` process in front of it, for `body`. Both are
 /// stopped afterwards, and everything the daemon printed is checked for every token the service

@@ -13,14 +13,19 @@ public final class SpawnedProcess: @unchecked Sendable {
     private let lock = NSLock()
     private var status: Int32?
 
-    /// Starts `executable` with `arguments`; stdout and stderr go to the file at `output`.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String) throws {
+    /// Starts `executable` with `arguments`; stdout goes to the file at `output`, and stderr too
+    /// unless `errors` names a file of its own.
+    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String, errors: String? = nil) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        if let errors {
+            posix_spawn_file_actions_addopen(&actions, 2, errors, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        } else {
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        }
         // Nothing else of the test process: a copy of the socket by which Foundation watches one of
         // its own children would hide that child's exit for as long as this one lives.
         closeFrom(&actions, 3)
@@ -101,4 +106,18 @@ private func closeFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: In
         preconditionFailure("glibc without posix_spawn_file_actions_addclosefrom_np (2.34 and later have it)")
     }
     _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest)
+}
+
+/// `run` for programs that leave a daemon behind holding what they inherited (`podman run -d`
+/// starts conmon, which keeps Foundation's exit-watch socket open for as long as the container
+/// runs): started with posix_spawn and nothing but stdin, stdout and stderr; output through files.
+public func runDetached(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(120)) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let directory = try scratchDirectory("waf-run")
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let out = directory.appendingPathComponent("stdout").path, err = directory.appendingPathComponent("stderr").path
+    let child = try SpawnedProcess(executable, arguments, output: out, errors: err)
+    var status = await child.waitForExit(timeout: timeout)
+    if status == nil { status = await child.stop(grace: .seconds(2)) }
+    let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+    return (status ?? -1, read(out), read(err))
 }

@@ -1,6 +1,8 @@
 import ArgumentParser
-import WAFChallenge
+
 import WAFDaemonClient
+import WAFVersion
+import WAFJSON
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -20,6 +22,7 @@ public struct WAFTokenCtl: AsyncParsableCommand {
         commandName: "waf-tokenctl",
         abstract: "Talk to waf-tokend over its Unix socket.",
         discussion: "The socket is --socket, else $WAF_TOKEND_SOCKET, else /run/waf-tokend/token.sock.",
+        version: WAFTokendVersion.current,
         subcommands: [Token.self, Refresh.self, Cookie.self, Status.self, Lifecycle.self, Watch.self, Health.self])
 
     @OptionGroup var global: GlobalOptions

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import WAFChallenge
 import WAFLocalTokenService
+import WAFVersion
 
 #if canImport(Glibc)
 import Glibc
@@ -17,7 +18,8 @@ struct WAFTokenServiceCommand: AsyncParsableCommand {
             Prints "listening on <application integration URL>" as its first line. Faults can also be \
             armed at run time: POST /__admin/faults {"kind": "fail", "target": "any", "count": 3, "status": 503}; \
             counters are at GET /__admin/counters.
-            """)
+            """,
+        version: WAFTokendVersion.current)
 
     @Option(help: "Address to listen on.") var host = "127.0.0.1"
     @Option(help: "Port to listen on; 0 picks a free one.") var port = 0

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WAFChallenge
 import WAFTestSupport
+import WAFJSON
 
 private func problem(_ body: String) -> String? {
     do {

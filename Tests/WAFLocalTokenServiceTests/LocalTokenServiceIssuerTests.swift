@@ -4,6 +4,7 @@ import NIOHTTP1
 import Testing
 import WAFChallenge
 @testable import WAFLocalTokenService
+import WAFJSON
 
 @Suite("Local token service: challenges and tokens")
 struct LocalTokenServiceIssuerTests {

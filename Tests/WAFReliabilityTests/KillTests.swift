@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WAFChallenge
 import WAFTestSupport
+import WAFJSON
 
 @Suite("Reliability: kill -9 while files are written", .serialized, .timeLimit(.minutes(30)))
 struct KillTests {

@@ -3,6 +3,7 @@ import Testing
 import WAFChallenge
 import WAFSystemd
 import WAFTestSupport
+import WAFJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -219,7 +220,7 @@ struct SystemdTests {
         let directory = try scratchDirectory("waf-units")
         // verify wants the executable to exist: point the copy at the one just built.
         let service = try String(contentsOf: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
-            .replacingOccurrences(of: "/usr/bin/waf-tokend", with: productsDirectory.appendingPathComponent("waf-tokend").path)
+            .replacingOccurrences(of: "/usr/sbin/waf-tokend", with: productsDirectory.appendingPathComponent("waf-tokend").path)
         try service.write(to: directory.appendingPathComponent("waf-tokend.service"), atomically: true, encoding: .utf8)
         try FileManager.default.copyItem(at: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.socket"), to: directory.appendingPathComponent("waf-tokend.socket"))
         let verify = try await run("/usr/bin/systemd-analyze", [

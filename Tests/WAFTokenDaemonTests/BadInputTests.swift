@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WAFChallenge
 import WAFTestSupport
+import WAFJSON
 
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WAFChallenge
 import WAFTestSupport
+import WAFJSON
 
 @Suite("Sinks and state", .timeLimit(.minutes(2)))
 struct StateAndSinksTests {

@@ -5,7 +5,7 @@ import Glibc
 #endif
 
 /// The user behind a loopback TCP connection. TCP has no SO_PEERCRED; the kernel's socket table
-/// (`/proc/net/tcp`, `/proc/net/tcp6`) lists the client's end of the connection, with its owner's
+/// (`/proc/self/net/tcp`, `tcp6`: visible under ProcSubset=pid) lists the client's end of the connection, with its owner's
 /// uid. The primary gid comes from the user database (a group list check then works as on the
 /// Unix socket).
 enum LoopbackPeer {
@@ -17,7 +17,7 @@ enum LoopbackPeer {
     }
 
     /// The uid owning the socket whose local end is `client` and remote end `server`.
-    static func owner(client: SocketAddress, server: SocketAddress, tables: [String] = ["/proc/net/tcp", "/proc/net/tcp6"]) -> UInt32? {
+    static func owner(client: SocketAddress, server: SocketAddress, tables: [String] = ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) -> UInt32? {
         guard let local = tableForm(client), let remote = tableForm(server) else { return nil }
         for table in tables {
             guard let text = read(table) else { continue }

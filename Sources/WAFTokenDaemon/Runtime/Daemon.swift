@@ -1,4 +1,5 @@
 import Logging
+import WAFVersion
 
 #if canImport(Glibc)
 import Glibc
@@ -6,7 +7,7 @@ import Glibc
 
 /// `waf-tokend`: start, serve until SIGTERM or SIGINT, stop; with the contract's exit codes.
 public enum Daemon {
-    public static let version = "0.2.0"
+    public static let version = WAFTokendVersion.current
 
     /// Runs the daemon and returns its exit code. Every failing exit is preceded by one line on
     /// stderr (and to the service manager) saying why.

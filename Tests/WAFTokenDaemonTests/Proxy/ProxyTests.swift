@@ -6,6 +6,7 @@ import Testing
 import WAFChallenge
 import WAFLocalTokenService
 import WAFTestSupport
+import WAFJSON
 
 /// The token-injecting proxy against real processes: the local token service's protected resource
 /// is the upstream, with tokens that expire after 2 s, so that challenges come during the tests.
@@ -74,10 +75,13 @@ struct ProxyTests {
             #expect(codes == Array(repeating: 200, count: 16))
             let after = try await service.counters()
             #expect(after.tokensIssued - before.tokensIssued == 1, "one joined refresh")
-            #expect(after.protectedChallenged - before.protectedChallenged == 16)
+            // A curl that a loaded machine starts after the refresh has ended brings the new token
+            // and is not challenged; every challenged one is replayed once.
+            let challenged = after.protectedChallenged - before.protectedChallenged
+            #expect(challenged >= 2, "requests challenged together")
             let proxy = try await Self.proxyStatus(daemon)
-            #expect(Self.number(proxy["replays"]) == 16)
-            #expect(Self.number(proxy["challenges"]) == 16)
+            #expect(Self.number(proxy["replays"]) == challenged)
+            #expect(Self.number(proxy["challenges"]) == challenged)
         }
     }
 
@@ -231,11 +235,12 @@ struct ProxyTests {
 
     @Test("a request waits for the first token; a stop lets a request in flight finish")
     func firstTokenAndGracefulStop() async throws {
-        try await Self.withProxy(service: ["--latency-ms", "800"]) { _, daemon, socket in
+        try await Self.withProxy(service: ["--latency-ms", "800"]) { service, daemon, socket in
             // The daemon started with no token: the first request waits for it (proxy.tokenWaitSec).
             #expect(try await curl(socket, "/protected/first").code == 200)
             async let slow = curl(socket, "/protected/slow?delayMs=1500")
-            try await Task.sleep(for: .milliseconds(300))
+            // The upstream has the request (it counts it before its delay): it is in flight.
+            #expect(await eventually { (try? await service.counters().protectedAllowed) == 2 }, "the slow request reached the upstream")
             daemon.signal(SIGTERM)
             let (code, _) = try await slow
             #expect(code == 200, "finished within the stop's grace")

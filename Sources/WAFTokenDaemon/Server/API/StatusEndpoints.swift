@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import WAFChallenge
 import WAFTokenCore
+import WAFJSON
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

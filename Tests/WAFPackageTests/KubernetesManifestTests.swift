@@ -1,0 +1,84 @@
+import Foundation
+import Testing
+import WAFTestSupport
+@testable import WAFTokenDaemon
+
+/// deploy/kubernetes/: the manifests parse, and every command and path they give waf-tokend's
+/// container exists in the image.
+@Suite("Kubernetes manifests")
+struct KubernetesManifestTests {
+    static let directory = repositoryDirectory.appendingPathComponent("deploy/kubernetes")
+
+    static func load(_ name: String) throws -> YAMLNode {
+        let bytes = try Array(Data(contentsOf: directory.appendingPathComponent(name)))
+        return try #require(try YAMLDocument.parse(bytes))
+    }
+
+    @Test("the configuration in the ConfigMap is valid for waf-tokend")
+    func configMap() throws {
+        let map = try Self.load("configmap.yaml")
+        let text = try #require(map["data"]?["waf-tokend.yaml"]?.text)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("waf-configmap-\(UUID().uuidString).yaml")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        let loaded = ConfigurationLoader.load(ConfigurationSources(file: file.path))
+        #expect(throws: Never.self) { try loaded.get() }
+        #expect(try loaded.get()[Keys.socketPath] == "/run/waf-tokend/token.sock")
+    }
+
+    @Test("the pod: a native sidecar (restartPolicy Always), readiness from waf-tokenctl health, the socket on a shared emptyDir")
+    func pod() throws {
+        let pod = try Self.load("pod.yaml")
+        let sidecar = try #require(pod["spec"]?["initContainers"]?.items.first)
+        #expect(sidecar["restartPolicy"]?.text == "Always")
+        #expect(sidecar["readinessProbe"]?["exec"]?["command"]?.items.map(\.text) == [
+            "/usr/bin/waf-tokenctl", "--socket", "/run/waf-tokend/token.sock", "health",
+        ])
+        #expect(sidecar["resources"]?["limits"]?["memory"]?.text == "64Mi", "the systemd unit's MemoryMax")
+        let app = try #require(pod["spec"]?["containers"]?.items.first)
+        #expect(app["volumeMounts"]?.items.contains { $0["mountPath"]?.text == "/run/waf-tokend" } == true, "the app sees the socket")
+        let volumes = pod["spec"]?["volumes"]?.items ?? []
+        #expect(volumes.contains { $0["name"]?.text == "waf-token-socket" && $0["emptyDir"] != nil })
+    }
+
+    @Test("every command and path given to waf-tokend's containers exists in the image")
+    func pathsExistInTheImage() async throws {
+        let files = try await Packaging.imageFiles()
+        for name in ["pod.yaml", "daemonset.yaml"] {
+            let manifest = try Self.load(name)
+            let spec = manifest["spec"]?["template"]?["spec"] ?? manifest["spec"]
+            let containers = (spec?["initContainers"]?.items ?? []) + (spec?["containers"]?.items ?? [])
+            for container in containers where container["image"]?.text?.contains("waf-tokend") == true {
+                for probe in ["readinessProbe", "startupProbe", "livenessProbe"] {
+                    guard let command = container[probe]?["exec"]?["command"]?.items.first?.text else { continue }
+                    #expect(files.contains(command), "\(name): \(probe) runs \(command)")
+                }
+                for mount in container["volumeMounts"]?.items ?? [] {
+                    let path = try #require(mount["mountPath"]?.text)
+                    #expect(files.contains(path), "\(name): the image has \(path)")
+                }
+                let arguments = container["args"]?.items.compactMap(\.text) ?? []
+                if let config = arguments.firstIndex(of: "--config").map({ arguments[$0 + 1] }) {
+                    #expect(files.contains(config), "\(name): --config \(config)")
+                }
+            }
+        }
+        #expect(files.contains("/usr/sbin/waf-tokend"))
+    }
+}
+
+extension YAMLNode {
+    subscript(key: String) -> YAMLNode? {
+        guard case .mapping(let pairs) = self else { return nil }
+        return pairs.first { $0.key.text == key }?.value
+    }
+
+    var items: [YAMLNode] {
+        if case .sequence(let items) = self { return items }
+        return []
+    }
+
+    var text: String? {
+        if case .scalar(let scalar) = self { return scalar.text }
+        return nil
+    }
+}

@@ -1,0 +1,18 @@
+import Foundation
+import Testing
+import WAFTestSupport
+import WAFTokenDaemon
+
+@Suite("Version")
+struct VersionTests {
+    @Test("--version prints the version the Debian package carries (deploy/debian/changelog)")
+    func versionIsThePackages() async throws {
+        let changelog = try String(contentsOf: repositoryDirectory.appendingPathComponent("deploy/debian/changelog"), encoding: .utf8)
+        let packaged = String(changelog.prefix { $0 != "\n" }.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" })
+        #expect(Daemon.version == packaged)
+        for executable in ["waf-tokend", "waf-tokenctl", "waf-token-service"] {
+            let printed = try await run(productsDirectory.appendingPathComponent(executable).path, ["--version"])
+            #expect(printed.stdout == packaged + "\n", "\(executable) --version")
+        }
+    }
+}

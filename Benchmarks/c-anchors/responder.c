@@ -2,10 +2,13 @@
 // The anchor of the socket benchmark: the fastest simple HTTP/1.1 responder this machine runs.
 // One thread, epoll edge-triggered, each connection read to EAGAIN, every complete request head
 // (up to its blank line) answered with one pre-encoded 200 response, all answers of a read in one
-// writev, no allocation per request, keep-alive. Nothing a real server could do less.
+// writev, no allocation per request, keep-alive. Nothing a real server could do less. With
+// THREADS > 1, that many such loops share the listener (EPOLLEXCLUSIVE), as the daemon's event
+// loops do; the benchmark takes whichever count is faster as the anchor.
 //
-//   responder SOCKET_PATH BODY_BYTES
+//   responder SOCKET_PATH BODY_BYTES [THREADS]
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,21 +24,26 @@
 
 static unsigned char progress[MAX_FDS];  // how much of "\r\n\r\n" each connection has seen
 
+static int listener;
+static struct iovec answers[MAX_IOV];
+
+static void *serve(void *unused);
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: responder SOCKET_PATH BODY_BYTES\n");
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: responder SOCKET_PATH BODY_BYTES [THREADS]\n");
         return 64;
     }
+    int threads = argc == 4 ? atoi(argv[3]) : 1;
     signal(SIGPIPE, SIG_IGN);
     long body = atol(argv[2]);
     char *response = malloc(body + 256);
     int head = snprintf(response, 256, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %ld\r\n\r\n", body);
     memset(response + head, 'x', body);
     size_t length = head + body;
-    static struct iovec answers[MAX_IOV];
     for (int i = 0; i < MAX_IOV; i++) answers[i] = (struct iovec){.iov_base = response, .iov_len = length};
 
-    int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
     struct sockaddr_un address = {.sun_family = AF_UNIX};
     strncpy(address.sun_path, argv[1], sizeof(address.sun_path) - 1);
     unlink(argv[1]);
@@ -43,14 +51,20 @@ int main(int argc, char **argv) {
         perror("bind");
         return 71;
     }
-    int poller = epoll_create1(0);
-    struct epoll_event event = {.events = EPOLLIN, .data.fd = listener};
-    epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
     printf("ready\n");
     fflush(stdout);
+    pthread_t others[64];
+    for (int i = 1; i < threads && i < 64; i++) pthread_create(&others[i], NULL, serve, NULL);
+    serve(NULL);
+}
 
+static void *serve(void *unused) {
+    (void)unused;
+    int poller = epoll_create1(0);
+    struct epoll_event event = {.events = EPOLLIN | EPOLLEXCLUSIVE, .data.fd = listener};
+    epoll_ctl(poller, EPOLL_CTL_ADD, listener, &event);
     struct epoll_event events[256];
-    static char buffer[65536];
+    char buffer[65536];
     static const char terminator[] = "\r\n\r\n";
     for (;;) {
         int ready = epoll_wait(poller, events, 256, -1);
@@ -86,4 +100,5 @@ int main(int argc, char **argv) {
             if (!open) close(fd);
         }
     }
+    return NULL;
 }

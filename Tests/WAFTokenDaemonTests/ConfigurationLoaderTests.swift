@@ -235,6 +235,17 @@ struct ConfigurationLoaderTests {
         #expect(first.effectiveYAML.contains("sinks:\n  # tokenFile: (not set)\n"))
     }
 
+    @Test("names and paths that YAML reads otherwise are quoted in the effective configuration (fuzz-config's finding)")
+    func effectiveConfigurationQuotes() throws {
+        let groups = ##"["Y]", "true", "x:y", "#c", "-x", "12", "é\a\"\\"]"##
+        let first = try load(yaml: "\(required)socket:\n  allowedGroups: \(groups)\nsinks:\n  tokenFile: \"/tmp/a: b #c\"\n").get()
+        #expect(first[Keys.socketAllowedGroups] == ["Y]", "true", "x:y", "#c", "-x", "12", "é\u{7}\"\\"])
+        let second = try load(yaml: first.effectiveYAML).get()
+        #expect(second.effectiveYAML == first.effectiveYAML)
+        #expect(second[Keys.sinksTokenFile] == "/tmp/a: b #c")
+        #expect(first.effectiveYAML.contains("  path: /run/waf-tokend/token.sock\n"), "a plain path stays plain")
+    }
+
     @Test("the documented example, config/waf-tokend.yaml, is valid and says what the defaults are")
     func exampleConfigurationIsValid() throws {
         let example = repositoryDirectory.appendingPathComponent("config/waf-tokend.yaml").path

@@ -46,7 +46,7 @@ public struct DaemonConfiguration: Sendable {
 
     private static func render(_ value: WAFSettingValue) -> String {
         switch value {
-        case .string(let text), .text(let text): text
+        case .string(let text), .text(let text): yamlString(text)
         case .int(let number): String(number)
         case .bool(let flag): String(flag)
         case .double(let number): String(number)
@@ -55,10 +55,10 @@ public struct DaemonConfiguration: Sendable {
 
     private static func render(_ value: CheckedValue) -> String {
         switch value {
-        case .text(let text): text
+        case .text(let text): yamlString(text)
         case .int(let number): String(number)
         case .bool(let flag): String(flag)
-        case .list(let items): items.isEmpty ? "" : "[" + items.joined(separator: ", ") + "]"
+        case .list(let items): items.isEmpty ? "" : "[" + items.map(yamlString).joined(separator: ", ") + "]"
         case .mode(let mode): "\"0" + String(mode, radix: 8) + "\""
         }
     }
@@ -66,5 +66,34 @@ public struct DaemonConfiguration: Sendable {
     private static func renderDefault(_ text: String, _ spec: KeySpec) -> String {
         if case .octalMode = spec.kind { return "\"\(text)\"" }
         return text
+    }
+
+    /// A string as YAML reads it back the same: plain when that is unambiguous (paths, URLs, names),
+    /// else double-quoted. A group named `Y]` in a flow list, or a path with `: `, broke the
+    /// effective configuration (found by fuzz-config).
+    static func yamlString(_ text: String) -> String {
+        let plainFirst = { (c: Unicode.Scalar) in ("0"..."9").contains(c) || ("a"..."z").contains(c) || ("A"..."Z").contains(c) || "/_.".unicodeScalars.contains(c) }
+        let plainRest = { (c: Unicode.Scalar) in plainFirst(c) || "-+@=:%".unicodeScalars.contains(c) }
+        let scalars = text.unicodeScalars
+        let keyword = ["true", "false", "yes", "no", "on", "off", "null", "y", "n"].contains(text.lowercased())
+        if let first = scalars.first, plainFirst(first), scalars.allSatisfy(plainRest), scalars.last != ":", !keyword,
+            Double(text) == nil, !text.hasPrefix("0x"), !text.hasPrefix("0o")
+        {
+            return text
+        }
+        var quoted = "\""
+        for scalar in scalars {
+            switch scalar {
+            case "\\": quoted += "\\\\"
+            case "\"": quoted += "\\\""
+            case _ where scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) || scalar.properties.generalCategory == .unassigned
+                || scalar.properties.generalCategory == .surrogate || scalar.properties.generalCategory == .privateUse
+                || scalar.value == 0xFEFF:
+                let hex = String(scalar.value, radix: 16)
+                quoted += "\\U" + String(repeating: "0", count: 8 - hex.count) + hex
+            default: quoted.unicodeScalars.append(scalar)
+            }
+        }
+        return quoted + "\""
     }
 }

@@ -38,7 +38,6 @@ struct ProxyExchange {
     var replayed = false
     /// A pooled connection that the upstream had closed is tried once more on a new one.
     var retriedClosedConnection = false
-    var timer: Scheduled<Void>?
     var sentAt = NIODeadline.now()
 
     init(route: ProxyContext.Route, head: HTTPRequestHead, plan: ProxyRules.BodyPlan, allocator: ByteBufferAllocator) {

@@ -14,7 +14,7 @@ extension ProxyHandler: UpstreamDelegate {
         guard var exchange else { return }
         switch (part, exchange.phase) {
         case (.head(let head), .awaitingAnswer), (.head(let head), .receiving):
-            exchange.timer?.cancel()
+            stopStallTimer()
             proxy.metrics.recordUpstreamLatency(nanoseconds: (NIODeadline.now() - exchange.sentAt).nanoseconds)
             if ProxyRules.isChallenge(head) {
                 proxy.board.challenges.add(1, ordering: .relaxed)
@@ -26,7 +26,7 @@ extension ProxyHandler: UpstreamDelegate {
                 exchange.phase = .answering
                 sendHead(head, &exchange)
             }
-            armStallTimer(&exchange)
+            armStallTimer(exchange)
         case (.body(var bytes), .holdingChallenge(let head, var held)):
             held.writeBuffer(&bytes)
             if held.readableBytes > Self.maximumHeldChallenge {
@@ -36,18 +36,18 @@ extension ProxyHandler: UpstreamDelegate {
             } else {
                 exchange.phase = .holdingChallenge(head, held)
             }
-            armStallTimer(&exchange)
+            armStallTimer(exchange)
         case (.body(let bytes), .answering):
             context?.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: nil)
-            armStallTimer(&exchange)
+            armStallTimer(exchange)
         case (.end, .holdingChallenge(let head, let held)):
-            exchange.timer?.cancel()
+            stopStallTimer()
             self.exchange = exchange
             releaseUpstream()
             challenged(head, held)
             return
         case (.end, .answering):
-            exchange.timer?.cancel()
+            stopStallTimer()
             self.exchange = exchange
             releaseUpstream()
             finish(.end(nil))
@@ -83,7 +83,7 @@ extension ProxyHandler: UpstreamDelegate {
             self.exchange!.retriedClosedConnection = true
             self.exchange!.upstream = nil
             self.exchange!.upstreamHeadSent = false
-            self.exchange!.timer?.cancel()
+            stopStallTimer()
             connect(token: exchange.sentToken, fresh: true)
             return
         }
@@ -145,7 +145,7 @@ extension ProxyHandler: UpstreamDelegate {
     /// an answer went out; a closed client connection otherwise.
     func upstreamFailed(_ kind: String, _ error: (any Error)?, answered: Bool = false) {
         guard let exchange else { return }
-        exchange.timer?.cancel()
+        stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(kind)
         if let upstream = exchange.upstream {
@@ -198,11 +198,13 @@ extension ProxyHandler: UpstreamDelegate {
         proxy.metrics.countProxyRequest(status: status.code)
     }
 
-    private func armStallTimer(_ exchange: inout ProxyExchange) {
-        exchange.timer?.cancel()
-        exchange.timer = context?.eventLoop.assumeIsolated().scheduleTask(in: exchange.route.settings.upstreamTimeout) { [self] in
-            upstreamTimedOut()
-        }
+    func armStallTimer(_ exchange: ProxyExchange) {
+        guard let eventLoop = context?.eventLoop else { return }
+        stall.move(to: eventLoop.now + exchange.route.settings.upstreamTimeout, on: eventLoop) { [self] in upstreamTimedOut() }
+    }
+
+    func stopStallTimer() {
+        stall.disarm()
     }
 
     /// The upstream connection back to its pool when it carried a whole request and answer.
@@ -230,7 +232,7 @@ extension ProxyHandler: UpstreamDelegate {
     }
 
     private func closeClient() {
-        exchange?.timer?.cancel()
+        stopStallTimer()
         exchange = nil
         context?.close(promise: nil)
     }

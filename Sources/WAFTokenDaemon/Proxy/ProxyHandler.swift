@@ -15,6 +15,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     private let connection: ConnectionState
     var context: ChannelHandlerContext?
     var exchange: ProxyExchange?
+    /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
+    let stall = MovingTimeout()
     private var clientReadPending = false
     /// Set by an error answered before the request's body was read: the connection cannot go on.
     var closeAfterAnswer = false
@@ -130,7 +132,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     private func attach(_ connection: UpstreamConnection) {
-        guard let context, var exchange else { return }
+        guard context != nil, var exchange else { return }
         connection.handler.delegate = self
         exchange.upstream = connection
         exchange.phase = exchange.requestComplete || !exchange.streaming ? .awaitingAnswer : .receiving
@@ -156,9 +158,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
         connection.handler.flush()
         exchange.sentAt = .now()
-        exchange.timer = context.eventLoop.assumeIsolated().scheduleTask(in: exchange.route.settings.upstreamTimeout) { [self] in
-            upstreamTimedOut()
-        }
+        armStallTimer(exchange)
         self.exchange = exchange
         resumeClientReads()
     }
@@ -193,8 +193,8 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         // The client left: an upstream connection in the middle of its answer cannot be reused.
+        stall.cancel()
         if let exchange {
-            exchange.timer?.cancel()
             exchange.upstream?.handler.delegate = nil
             exchange.upstream?.channel.close(promise: nil)
             self.exchange = nil

@@ -22,6 +22,8 @@ final class UpstreamHandler: ChannelDuplexHandler {
     weak var delegate: (any UpstreamDelegate)?
     /// The route generation this connection was made for.
     let generation: Int
+    /// Closes the connection when it waits in its pool too long.
+    let idle = MovingTimeout()
     private var context: ChannelHandlerContext?
     private var readPending = false
 
@@ -57,6 +59,7 @@ final class UpstreamHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        idle.cancel()
         delegate?.upstreamClosed()
         context.fireChannelInactive()
     }

@@ -49,12 +49,12 @@ final class UpstreamPools: Sendable {
     /// An idle connection of `route`'s generation, or a new one; on `eventLoop`, whose pool it is.
     func acquire(_ route: ProxyContext.Route, on eventLoop: any EventLoop, fresh: Bool = false) -> EventLoopFuture<Acquired> {
         if !fresh, let pool = pools[ObjectIdentifier(eventLoop)]?.value {
-            while let idle = pool.idle.popLast() {
-                idle.timer?.cancel()
-                if idle.connection.channel.isActive, idle.connection.handler.generation == route.generation {
-                    return eventLoop.makeSucceededFuture(Acquired(channel: idle.connection.channel, reused: true))
+            while let connection = pool.idle.popLast() {
+                connection.handler.idle.disarm()
+                if connection.channel.isActive, connection.handler.generation == route.generation {
+                    return eventLoop.makeSucceededFuture(Acquired(channel: connection.channel, reused: true))
                 }
-                idle.connection.channel.close(promise: nil)
+                connection.channel.close(promise: nil)
             }
         }
         return connect(route, on: eventLoop)
@@ -71,17 +71,17 @@ final class UpstreamPools: Sendable {
             return
         }
         let channel = connection.channel
-        let timer = eventLoop.assumeIsolated().scheduleTask(in: Self.idleTimeout) { channel.close(promise: nil) }
-        pool.idle.append(Pool.Idle(connection: connection, timer: timer))
+        connection.handler.idle.move(to: eventLoop.now + Self.idleTimeout, on: eventLoop) { channel.close(promise: nil) }
+        pool.idle.append(connection)
     }
 
     /// Closes every idle connection (stop, or a route that changed).
     func closeIdle() {
         for (_, pool) in pools {
             pool.eventLoop.execute {
-                for idle in pool.value.idle {
-                    idle.timer?.cancel()
-                    idle.connection.channel.close(promise: nil)
+                for connection in pool.value.idle {
+                    connection.handler.idle.cancel()
+                    connection.channel.close(promise: nil)
                 }
                 pool.value.idle.removeAll()
             }
@@ -113,11 +113,6 @@ final class UpstreamPools: Sendable {
     }
 
     final class Pool {
-        struct Idle {
-            let connection: UpstreamConnection
-            let timer: Scheduled<Void>?
-        }
-
-        var idle: [Idle] = []
+        var idle: [UpstreamConnection] = []
     }
 }

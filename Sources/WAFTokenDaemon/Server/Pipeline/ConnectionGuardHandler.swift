@@ -29,7 +29,8 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
     private let peer: PeerCredentialsSource
     private var phase = Phase.idle
     private var held: ByteBuffer?
-    private var timer: Scheduled<Void>?
+    /// The idle or the request timeout, whichever the phase runs.
+    private let timeout = MovingTimeout()
     private var closeWhenIdle = false
 
     init(owner: any ConnectionGuardContext, connection: ConnectionState, peer: PeerCredentialsSource) {
@@ -45,7 +46,7 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        timer?.cancel()
+        timeout.cancel()
         context.fireChannelInactive()
     }
 
@@ -128,26 +129,29 @@ final class ConnectionGuardHandler: ChannelDuplexHandler {
     // MARK: Timeouts
 
     private func armTimer(_ context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
         // A late answer on a closed connection arms nothing: a timer would keep it alive.
-        guard context.channel.isActive else { return }
+        guard context.channel.isActive else { return timeout.cancel() }
         let settings = owner.connectionSettings
-        switch phase {
-        case .serving:
-            break
-        case .idle:
-            timer = context.eventLoop.assumeIsolated().scheduleTask(in: settings.idleTimeout) { context.close(promise: nil) }
-        case .receiving:
-            timer = context.eventLoop.assumeIsolated().scheduleTask(in: settings.requestTimeout) {
-                self.reject(.requestTimeout, "requestTimeout", "the request did not arrive in time", context)
+        let end: NIODeadline? =
+            switch phase {
+            case .serving: nil
+            case .idle: context.eventLoop.now + settings.idleTimeout
+            case .receiving: context.eventLoop.now + settings.requestTimeout
             }
+        timeout.move(to: end, on: context.eventLoop) { self.timedOut(context) }
+    }
+
+    private func timedOut(_ context: ChannelHandlerContext) {
+        switch phase {
+        case .idle: context.close(promise: nil)
+        case .receiving: reject(.requestTimeout, "requestTimeout", "the request did not arrive in time", context)
+        case .serving: break
         }
     }
 
     /// Answers an error in front of everything else (nothing is being answered then) and closes.
     private func reject(_ status: HTTPResponseStatus, _ code: String, _ message: String, _ context: ChannelHandlerContext) {
-        timer?.cancel()
+        timeout.cancel()
         held = nil
         phase = .serving
         let bytes = APIResponse.error(status, code, message).encoded(keepAlive: false, date: HTTPDate.format(.now), allocator: context.channel.allocator)

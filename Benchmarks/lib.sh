@@ -1,0 +1,87 @@
+# Shared by the benchmark scripts (sourced): a scratch folder cleaned up on exit with every process
+# started, the release binaries, the local token service and a daemon, h2load runs and medians.
+
+# bench_setup NAME: $work, $pids and the exit trap.
+bench_setup() {
+    work=$(mktemp -d "/tmp/waf-$1-bench.XXXXXX")
+    pids=()
+    trap 'for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$work"' EXIT
+}
+
+# wait_for COMMAND [SECONDS]: polls until COMMAND succeeds; fails the benchmark at the deadline.
+wait_for() {
+    local deadline=$((SECONDS + ${2:-30}))
+    until eval "$1" >/dev/null 2>&1; do
+        if ((SECONDS >= deadline)); then echo "error: gave up waiting for: $1" >&2; exit 1; fi
+        sleep 0.05
+    done
+}
+
+# build_release PRODUCT...: the binaries as installed (release, Swift runtime linked in); $bin.
+build_release() {
+    for product in "$@"; do
+        scripts/swift-release.sh --product "$product" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
+    done
+    bin=$(scripts/swift-release.sh --show-bin-path)
+}
+
+# start_service [ARGS...]: the local token service; $url.
+start_service() {
+    "$bin/waf-token-service" "$@" >"$work/service.out" 2>/dev/null &
+    pids+=($!)
+    wait_for "grep -q '^listening on' $work/service.out"
+    url=$(sed -n 's/^listening on //p' "$work/service.out")
+}
+
+# start_daemon SOCKET [ARGS...]: waf-tokend against $url, waited for until it serves a token; $daemon.
+start_daemon() {
+    local socket=$1
+    shift
+    "$bin/waf-tokend" --config /dev/null --application-integration-url "$url" --domain-name 127.0.0.1 \
+        --socket-path "$socket" --log-level warning "$@" 2>"$work/daemon.err" &
+    daemon=$!
+    pids+=($daemon)
+    wait_for "curl -sf --unix-socket $socket 'http://localhost/v1/token?wait=10' -o /dev/null"
+}
+
+# h2load_run SOCKET CONNECTIONS REQUESTS PATH [h2load options...]: prints "requests/s p50_ms p99_ms".
+h2load_run() {
+    local socket=$1 connections=$2 requests=$3 path=$4
+    shift 4
+    h2load --h1 -B "unix:$socket" -n "$requests" -c "$connections" -t 1 "$@" --log-file "$work/h2load.log" \
+        "http://localhost$path" >"$work/h2load.out"
+    if ! grep -q " 0 failed, 0 errored" "$work/h2load.out" || ! grep -q "^status codes: [0-9]* 2xx, 0 3xx, 0 4xx, 0 5xx" "$work/h2load.out"; then
+        echo "error: h2load on $socket$path did not get only 2xx answers:" >&2
+        grep -E "^requests:|^status codes:" "$work/h2load.out" >&2
+        exit 1
+    fi
+    local rate
+    rate=$(sed -n 's/^finished in [^,]*, \([0-9.]*\) req\/s.*/\1/p' "$work/h2load.out")
+    python3 - "$work/h2load.log" "$rate" <<'PY'
+import sys
+latencies = sorted(int(line.split("\t")[2]) for line in open(sys.argv[1]) if line.count("\t") >= 2)
+def percentile(p): return latencies[min(len(latencies) - 1, int(len(latencies) * p))] / 1000
+print(f"{float(sys.argv[2]):.0f} {percentile(0.50):.3f} {percentile(0.99):.3f}")
+PY
+}
+
+# median_row ROW...: of rows "requests/s p50 p99", the one with the median requests/s.
+median_row() {
+    printf '%s\n' "$@" | sort -n -k1,1 | awk '{row[NR] = $0} END {print row[int((NR + 1) / 2)]}'
+}
+
+# memory PID: RSS and PSS, and what of it is the process's own (private) rather than shared pages.
+memory() {
+    awk '/^Rss:/ {r=$2} /^Pss:/ {p=$2} /^Private_Clean:/ {pc=$2} /^Private_Dirty:/ {pd=$2} /^Shared_Clean:/ {sc=$2}
+         END {printf "RSS %.1f MiB, PSS %.1f MiB: private dirty %.1f MiB, private clean %.1f MiB, shared clean %.1f MiB", r/1024, p/1024, pd/1024, pc/1024, sc/1024}' \
+        "/proc/$1/smaps_rollup"
+}
+
+# context_switches PID: voluntary and involuntary, all threads.
+context_switches() {
+    local total=0
+    for task in /proc/"$1"/task/*; do
+        total=$((total + $(awk '/^voluntary_ctxt_switches|^nonvoluntary_ctxt_switches/ {sum += $2} END {print sum}' "$task/status")))
+    done
+    echo "$total"
+}

@@ -4,7 +4,7 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-proxy bench-fleet size mutants fuzz fuzz-ci \
+.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet size mutants fuzz fuzz-ci \
 	test-reliability deb image test-packages
 
 deps:
@@ -64,9 +64,25 @@ test-tsan: deps
 bench-pow: deps
 	Benchmarks/pow-bench.sh
 
-# GET /v1/token over the socket with h2load, beside a C epoll responder; RSS; idle wake-ups.
+# GET /v1/token over the socket with h2load, beside a C epoll responder; syscalls and CPU per
+# request (strace, perf); RSS; idle wake-ups.
 bench-socket: deps
+	@scripts/install-deps.sh bench
 	Benchmarks/socket-bench.sh
+
+# The token-injecting proxy beside nginx (proxy_pass, fixed Cookie) to the same upstream.
+bench-proxy: deps
+	@scripts/install-deps.sh bench
+	Benchmarks/proxy-bench.sh
+
+# exec → READY=1 with a token in the state directory, beside a C program that only says READY=1.
+bench-startup: deps
+	@scripts/install-deps.sh bench
+	Benchmarks/startup-bench.sh
+
+# Binary sizes before and after strip, what each module costs, the daemon's RSS/PSS/private memory.
+size: deps
+	Benchmarks/size.sh
 
 # 10,000 provider machines on one virtual clock: the token service's load per second when a fleet
 # starts together, restarts together, and outlives a ten-minute outage; with and without jitter.

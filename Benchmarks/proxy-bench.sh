@@ -14,7 +14,7 @@ RUNS=${RUNS:-3}
 REQUESTS=${REQUESTS:-100000}
 THREADS=${PROXY_THREADS:-$(nproc)}
 bench_setup proxy
-command -v nginx >/dev/null || { echo "error: nginx is missing (scripts/install-deps.sh proxy-bench installs it)" >&2; exit 1; }
+command -v nginx >/dev/null || { echo "error: nginx is missing (scripts/install-deps.sh bench installs it)" >&2; exit 1; }
 
 build_release waf-tokend waf-token-service
 start_service

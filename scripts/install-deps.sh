@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and the tests need, only those missing; with `deb`, also
 # what `make deb` needs (debhelper, lintian); with `image`, what `make image` needs (podman,
-# buildah, runc); with `proxy-bench`, nginx for `make bench-proxy`.
+# buildah, runc); with `bench`, what the benchmarks use besides h2load (nginx, perf, strace).
 #
-#   scripts/install-deps.sh [deb] [image] [proxy-bench]
+#   scripts/install-deps.sh [deb] [image] [bench]
 set -euo pipefail
 
 packages=(
@@ -23,8 +23,8 @@ for profile in "$@"; do
     case "$profile" in
         deb) packages+=(debhelper lintian dpkg-dev fakeroot) ;;
         image) packages+=(podman buildah runc uidmap ca-certificates) ;;
-        proxy-bench) packages+=(nginx-light) ;;
-        *) echo "error: unknown profile $profile (deb, image, proxy-bench)" >&2; exit 64 ;;
+        bench) packages+=(nginx-light linux-perf strace) ;;
+        *) echo "error: unknown profile $profile (deb, image, bench)" >&2; exit 64 ;;
     esac
 done
 

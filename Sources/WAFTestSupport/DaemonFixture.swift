@@ -32,6 +32,19 @@ public func withDaemon(
     await service.stop()
     if let failure { throw failure }
     if let leak { throw leak }
+    if let misuse = NIOMisuse(daemon.stderr) { throw misuse }
+}
+
+/// SwiftNIO reports some misuse on stderr and carries on (a task scheduled on a loop that has shut
+/// down, as the proxy's stop once did): a test daemon that printed such a report fails its test.
+public struct NIOMisuse: Error, CustomStringConvertible {
+    public let line: String
+    public var description: String { "the daemon printed SwiftNIO's report of a misuse: \(line)" }
+
+    init?(_ output: String) {
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("ERROR: Cannot schedule tasks") }) else { return nil }
+        self.line = String(line)
+    }
 }
 
 /// The daemon printed a token value: a test that sees this fails.

@@ -36,8 +36,10 @@ final class ProxyServer: Sendable {
 
     func stop(grace: Duration) async {
         context.shuttingDown.store(true, ordering: .relaxed)
-        await listener.stop(grace: grace)
+        // Idle upstream connections go now, while their loops run; those that requests in flight
+        // give back later close with the loops.
         context.pools.closeIdle()
+        await listener.stop(grace: grace)
     }
 
     static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {

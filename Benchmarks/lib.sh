@@ -85,3 +85,8 @@ context_switches() {
     done
     echo "$total"
 }
+
+# cpu_nanoseconds PID: the time all its threads have run, in nanoseconds.
+cpu_nanoseconds() {
+    cat /proc/"$1"/task/*/schedstat | awk '{sum += $1} END {printf "%.0f", sum}'
+}

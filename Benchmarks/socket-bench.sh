@@ -3,7 +3,7 @@
 # connections, beside the C anchor in the same run: an epoll responder answering a body of the same
 # size (Benchmarks/c-anchors/responder.c), with one thread and with one per core; the faster is the
 # anchor. Each figure is the median of RUNS runs, ours and the anchor's alternating. Then the
-# syscalls and CPU time per request of both (strace -c, perf stat), the daemon's memory after
+# syscalls and CPU time per request of both (strace -c; the CPU time of all threads from schedstat), the daemon's memory after
 # RSS_REQUESTS more requests, and its wake-ups per second when idle.
 #
 #   Benchmarks/socket-bench.sh        (RUNS=3 REQUESTS=200000 RSS_REQUESTS=1000000 IDLE_SECONDS=60)
@@ -50,7 +50,7 @@ for connections in 1 16 64; do
 done
 
 # Syscalls per request (strace counts them; its slowdown does not change the count much) and CPU
-# time per request of the server (perf stat on its process), 16 connections.
+# time per request of the server (all its threads, /proc/PID/task/*/schedstat), 16 connections.
 per_request() {
     local pid=$1 socket=$2 requests=100000 trace=$work/strace-$1.out
     strace -c -f -q -p "$pid" -o "$trace" &
@@ -60,14 +60,11 @@ per_request() {
     kill -INT "$tracer"; wait "$tracer" 2>/dev/null || true
     local calls
     calls=$(awk '$NF == "total" {print $4}' "$trace")
-    perf stat -x, -e task-clock -p "$pid" -o "$work/perf.out" -- sleep 1000 &
-    local stat=$!
-    sleep 0.3
+    local before after
+    before=$(cpu_nanoseconds "$pid")
     h2load_run "$socket" 16 "$requests" /v1/token >/dev/null
-    kill -INT "$stat"; wait "$stat" 2>/dev/null || true
-    local milliseconds
-    milliseconds=$(awk -F, '$3 == "task-clock" {print $1}' "$work/perf.out")
-    awk -v c="$calls" -v m="$milliseconds" -v n="$requests" 'BEGIN {printf "%.2f syscalls, %.2f µs CPU", c / n, m * 1000 / n}'
+    after=$(cpu_nanoseconds "$pid")
+    awk -v c="$calls" -v t="$((after - before))" -v n="$requests" 'BEGIN {printf "%.2f syscalls, %.2f µs CPU", c / n, t / 1000 / n}'
 }
 echo "per request, 16 connections: waf-tokend $(per_request "$daemon" "$work/token.sock");" \
     "C anchor (1 thread) $(per_request "$responder_one" "$work/c1.sock")"

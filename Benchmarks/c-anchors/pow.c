@@ -45,7 +45,7 @@ static int zeros(const unsigned char *digest) {
 }
 
 static void *work(void *argument) {
-    unsigned long nonce = (unsigned long)argument << 40, done = 0;
+    unsigned long nonce = (unsigned long)argument << 40, done = 0, zeroBits = 0;
     size_t length = strlen(base);
     double end = now() + seconds;
     unsigned char digest[32];
@@ -59,7 +59,7 @@ static void *work(void *argument) {
                 SHA256_CTX context = prefix;
                 SHA256_Update(&context, digits, hex(nonce, digits));
                 SHA256_Final(digest, &context);
-                sink += zeros(digest);
+                zeroBits += zeros(digest);
             }
             done += 4096;
         }
@@ -70,11 +70,14 @@ static void *work(void *argument) {
             for (int i = 0; i < 8; i++, nonce++) {
                 int n = hex(nonce, password + length);
                 PKCS5_PBKDF2_HMAC(password, length + n, (const unsigned char *)checksum, 12, 1000, EVP_sha256(), 32, digest);
-                sink += zeros(digest);
+                zeroBits += zeros(digest);
             }
             done += 8;
         }
     }
+    // One write to the shared sink per thread: one per nonce made the threads fight over its cache
+    // line (the 2-thread anchor ran at 0.65x of twice one thread).
+    sink += zeroBits;
     return (void *)done;
 }
 

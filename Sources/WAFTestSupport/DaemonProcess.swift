@@ -166,8 +166,10 @@ public func eventually(for timeout: Duration = .seconds(10), _ condition: () asy
 
 /// `curl --unix-socket SOCKET … http://localhost/PATH`, returning status code and body.
 public func curl(_ socket: String, _ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
-    let result = try await run("/usr/bin/curl", ["-s", "--max-time", "30", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
+    let result = try await run("/usr/bin/curl", ["-sS", "--max-time", "30", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
     var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
-    return (code, lines.joined(separator: "\n"))
+    // No answer at all: curl's own words (connection refused, empty reply, timeout) are the body,
+    // so that a failing expectation says what happened.
+    return (code, code == 0 ? result.stderr : lines.joined(separator: "\n"))
 }

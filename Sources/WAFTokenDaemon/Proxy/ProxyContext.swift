@@ -25,12 +25,15 @@ final class ProxyContext: ConnectionGuardContext {
     let pools: UpstreamPools
     private let current: NIOLockedValueBox<Route>
     let shuttingDown = Atomic<Bool>(false)
+    /// Token answers reach the proxy's loops through it (see `LoopGate`).
+    let loopGate: LoopGate
 
     init(
-        provider: WAFTokenProvider, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, metrics: DaemonMetrics,
-        board: ProxyBoard, logger: Logger
+        provider: WAFTokenProvider, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
+        metrics: DaemonMetrics, board: ProxyBoard, logger: Logger
     ) throws(DaemonFailure) {
         self.provider = provider
+        self.loopGate = loopGate
         self.metrics = metrics
         self.board = board
         self.logger = logger
@@ -88,8 +91,8 @@ final class ProxyContext: ConnectionGuardContext {
         let timer = eventLoop.scheduleTask(in: timeout) {
             if answered.claim() { completion(nil) }
         }
-        ask { token, _ in
-            eventLoop.execute {
+        ask { [loopGate] token, _ in
+            loopGate.execute(on: eventLoop) {
                 guard answered.claim() else { return }
                 timer.cancel()
                 completion(token?.value)

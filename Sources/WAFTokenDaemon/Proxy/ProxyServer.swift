@@ -14,11 +14,12 @@ final class ProxyServer: Sendable {
         provider: WAFTokenProvider, settings: ProxySettings, connection: ConnectionSettings, metrics: DaemonMetrics, board: ProxyBoard,
         logger: Logger
     ) throws(DaemonFailure) {
-        listener = Listener(threads: settings.threads)
+        let gate = LoopGate()
+        listener = Listener(threads: settings.threads, gate: gate)
         self.settings = settings
         context = try ProxyContext(
-            provider: provider, settings: settings, connection: connection, group: listener.eventLoops, metrics: metrics, board: board,
-            logger: logger)
+            provider: provider, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
+            board: board, logger: logger)
     }
 
     func start() async throws(DaemonFailure) {

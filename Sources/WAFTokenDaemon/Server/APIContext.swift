@@ -28,6 +28,8 @@ final class APIContext: ConnectionGuardContext {
     /// The fast path rebuilds its cached answer when this moves.
     let generation: SnapshotGeneration
     let shuttingDown = Atomic<Bool>(false)
+    /// Answers and events from outside the socket's loops go through it (see `LoopGate`).
+    let loopGate = LoopGate()
     /// Requests answered, for the status counters.
     let requestsServed = Atomic<Int>(0)
     let openConnections = Atomic<Int>(0)

@@ -16,6 +16,7 @@ import Foundation
 final class EventBroadcaster: Sendable {
     struct Subscriber: Sendable {
         let eventLoop: any EventLoop
+        let gate: LoopGate
         /// Writes one frame; called on `eventLoop`.
         let send: @Sendable (ByteBuffer) -> Void
         /// Ends the stream (shutdown); called on `eventLoop`.
@@ -73,14 +74,14 @@ final class EventBroadcaster: Sendable {
     /// Ends every stream (graceful stop).
     func finishAll() {
         let subscribers = state.withLockedValue { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.eventLoop.execute { subscriber.finish() } }
+        for subscriber in subscribers { subscriber.gate.execute(on: subscriber.eventLoop) { subscriber.finish() } }
     }
 
     private func publish(raw frame: String) {
         let subscribers = state.withLockedValue { Array($0.subscribers.values) }
         guard !subscribers.isEmpty else { return }
         let buffer = ByteBuffer(string: frame)
-        for subscriber in subscribers { subscriber.eventLoop.execute { subscriber.send(buffer) } }
+        for subscriber in subscribers { subscriber.gate.execute(on: subscriber.eventLoop) { subscriber.send(buffer) } }
     }
 
     // MARK: Frames

@@ -22,8 +22,11 @@ final class Listener: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let connectionsChanged: @Sendable (Int) -> Void
 
-    init(threads: Int, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
+    private let gate: LoopGate
+
+    init(threads: Int, gate: LoopGate, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        self.gate = gate
         self.connectionsChanged = connectionsChanged
     }
 
@@ -89,6 +92,7 @@ final class Listener: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for connection in connections { try? await connection.close() }
+        gate.close()
         try? await group.shutdownGracefully()
     }
 

@@ -40,10 +40,12 @@ struct ProxyTests {
     @Test("curl, knowing nothing of tokens, gets 200 across token expiries; each challenge is one refresh and one replay")
     func curlAcrossExpiries() async throws {
         try await Self.withProxy { service, daemon, socket in
+            // Requests every 200 ms until two tokens have expired under them (a loaded machine
+            // takes longer; the deadline only bounds a broken proxy).
             let clock = ContinuousClock()
-            let end = clock.now + .milliseconds(6500)
+            let deadline = clock.now + .seconds(60)
             var answers = 0
-            while clock.now < end {
+            while try await service.counters().protectedChallenged < 2, clock.now < deadline {
                 let (code, body) = try await curl(socket, "/protected/hello")
                 #expect(code == 200, "\(body)")
                 answers += 1
@@ -51,7 +53,7 @@ struct ProxyTests {
             }
             let counters = try await service.counters()
             let proxy = try await Self.proxyStatus(daemon)
-            // Three expiries in 6.5 s: each answered by a replay, none passed on.
+            // Each expiry answered by a replay, none passed on.
             #expect(counters.protectedChallenged >= 2)
             #expect(Self.number(proxy["challenges"]) == counters.protectedChallenged)
             #expect(Self.number(proxy["replays"]) == counters.protectedChallenged)

@@ -194,8 +194,8 @@ final class APIHandler: ChannelInboundHandler {
                 self.answerIfCurrent(number, context, head, onTimeout, endpoint)
             }
         }
-        return { response in
-            bound.eventLoop.execute {
+        return { [gate = api.loopGate] response in
+            gate.execute(on: bound.eventLoop) {
                 guard let handler = bound.value.handler, let context = bound.value.context else { return }
                 handler.answerIfCurrent(number, context, head, response, endpoint)
             }

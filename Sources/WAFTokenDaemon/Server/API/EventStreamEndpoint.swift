@@ -22,15 +22,15 @@ extension APIHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         // Subscribe before reading the current state: a change in between is sent twice, never lost.
         stream = api.events.subscribe(.init(
-            eventLoop: context.eventLoop,
+            eventLoop: context.eventLoop, gate: api.loopGate,
             send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
             finish: { bound.value.handler.finishStream(bound.value.context) }))
         if let cached = api.provider.cachedToken() {
             sendFrame(ByteBuffer(string: EventBroadcaster.frame("token", EventBroadcaster.TokenEvent(cached.token, origin: .fetched))), context)
         }
-        api.provider.status { status in
+        api.provider.status { [gate = api.loopGate] status in
             let frame = ByteBuffer(string: EventBroadcaster.frame("lifecycle", LifecycleBody(status.lifecycle)))
-            bound.eventLoop.execute { bound.value.handler.sendFrame(frame, bound.value.context) }
+            gate.execute(on: bound.eventLoop) { bound.value.handler.sendFrame(frame, bound.value.context) }
         }
     }
 

@@ -72,7 +72,8 @@ struct LoadTests {
             Scale.report("soak of \(requests) token reads: RSS \(rss) → \(rssAfter) KiB (\(rssAfter - rss) KiB), descriptors \(fds) → \(fdsAfter); \(succeeded.trimmingCharacters(in: .whitespaces))")
             #expect(load.status == 0 && load.stdout.contains("\(requests) succeeded"))
             #expect(rssAfter - rss < 1024)
-            #expect(fdsAfter == fds)
+            // Not one more: a connection of the warm-up that closes meanwhile may make it one fewer.
+            #expect(fdsAfter <= fds)
             #expect(limit.oomKills == 0)
         }
     }

@@ -71,13 +71,9 @@ struct DaemonConnection: Sendable {
         var headers: HTTPHeaders = ["Host": "localhost", "Connection": "close"]
         if let accept { headers.add(name: "Accept", value: accept) }
         if let body { headers.add(name: "Content-Length", value: String(body.count)) }
-        // In one write: the daemon may answer a complete head and close (`Connection: close`)
-        // before a separate `.end` is written, which then failed with "I/O on closed channel"
-        // although the answer had arrived (seen under load in the reliability suite).
-        var parts: [HTTPClientRequestPart] = [.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers))]
-        if let body { parts.append(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
-        parts.append(.end(nil))
-        try await outbound.write(contentsOf: parts)
+        try await outbound.write(.head(HTTPRequestHead(version: .http1_1, method: method, uri: path, headers: headers)))
+        if let body { try await outbound.write(.body(.byteBuffer(ByteBuffer(bytes: body)))) }
+        try await outbound.write(.end(nil))
     }
 }
 

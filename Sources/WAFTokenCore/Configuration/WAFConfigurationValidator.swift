@@ -84,16 +84,9 @@ struct WAFConfigurationValidator {
         guard let text = string(key, value) else { return nil }
         let trimmed = text.trimmedOfWhitespace
         guard !trimmed.isEmpty else { return refuse(key, value, "is empty") }
-        guard let url = URL(string: trimmed), let scheme = url.scheme?.lowercased(),
-            let host = url.host(percentEncoded: false), !host.isEmpty
-        else { return refuse(key, value, "is not an absolute URL") }
-        guard url.user == nil, url.password == nil else { return refuse(key, value, "holds user credentials") }
-        guard url.query == nil, url.fragment == nil else { return refuse(key, value, "has a query or fragment") }
-        switch scheme {
-        case "https": return url
-        case "http" where WAFHost.isLoopback(host): return url
-        case "http": return refuse(key, value, "uses http to a host that is not loopback")
-        default: return refuse(key, value, "has the scheme \(scheme)")
+        switch WAFServiceURL.check(trimmed) {
+        case .success(let checked): return checked.url
+        case .failure(let problem): return refuse(key, value, problem.text)
         }
     }
 

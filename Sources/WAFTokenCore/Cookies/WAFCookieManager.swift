@@ -42,6 +42,13 @@ public final class WAFCookieManager: Sendable {
         return cookie
     }
 
+    /// Whether the token cookie goes to a request at `path`, for any token (COOK-1, COOK-2): for
+    /// one that is sent with a token other than the stored one, as the proxy's replays are.
+    public func applies(toPath path: String) -> Bool {
+        let settings = settings
+        return settings.setTokenCookie && WAFCookie.pathMatches(requestPath: path, cookiePath: settings.path)
+    }
+
     /// The `Cookie` header value for a request to `path`, or nil when no cookie applies.
     public func cookieHeaderValue(forPath path: String) -> String? {
         cookie(forPath: path)?.headerValue

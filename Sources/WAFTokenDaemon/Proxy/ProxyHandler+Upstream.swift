@@ -55,7 +55,7 @@ extension ProxyHandler: UpstreamDelegate {
         default:
             // An answer part out of order (an answer before the request was sent): not reusable.
             self.exchange = exchange
-            upstreamFailed("closed", nil)
+            upstreamFailed(.closed, nil)
             return
         }
         self.exchange = exchange
@@ -87,7 +87,7 @@ extension ProxyHandler: UpstreamDelegate {
             connect(token: exchange.sentToken, fresh: true)
             return
         }
-        upstreamFailed("closed", nil)
+        upstreamFailed(.closed, nil)
     }
 
     // MARK: Challenges
@@ -137,36 +137,40 @@ extension ProxyHandler: UpstreamDelegate {
     // MARK: Failures
 
     func upstreamTimedOut() {
-        guard let exchange else { return }
-        upstreamFailed("timeout", nil, answered: exchange.answering)
+        upstreamFailed(.timeout, nil)
+    }
+
+    /// Why the upstream gave no answer; the name is the metrics event's.
+    enum UpstreamFailure: String {
+        case timeout, closed, unreachable
     }
 
     /// The upstream cannot answer: 502 (unreachable, closed) or 504 (timed out) while nothing of
     /// an answer went out; a closed client connection otherwise.
-    func upstreamFailed(_ kind: String, _ error: (any Error)?, answered: Bool = false) {
+    func upstreamFailed(_ kind: UpstreamFailure, _ error: (any Error)?) {
         guard let exchange else { return }
         stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyEvent(kind)
+        proxy.metrics.countProxyEvent(kind.rawValue)
         if let upstream = exchange.upstream {
             upstream.handler.delegate = nil
             upstream.channel.close(promise: nil)
         }
         self.exchange!.upstream = nil
-        if answered || exchange.answering {
+        if exchange.answering {
             closeClient()
             return
         }
         let detail = error.map { ": \($0)" } ?? ""
-        proxy.logger.warning("proxy: upstream \(kind)\(detail)", metadata: ["upstream": "\(exchange.route.settings.upstream.url)"])
+        proxy.logger.warning("proxy: upstream \(kind.rawValue)\(detail)", metadata: ["upstream": "\(exchange.route.settings.upstream.url)"])
         // The rest of a streamed body is not read: the connection cannot carry another request.
         if !exchange.requestComplete { closeAfterAnswer = true }
         switch kind {
-        case "timeout":
+        case .timeout:
             answerError(.gatewayTimeout, "upstreamTimeout", "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.nanoseconds / 1_000_000_000) s")
-        case "closed":
+        case .closed:
             answerError(.badGateway, "upstreamClosed", "the upstream closed the connection before answering")
-        default:
+        case .unreachable:
             answerError(.badGateway, "upstreamUnreachable", "cannot reach the upstream \(exchange.route.settings.upstream.url)")
         }
     }

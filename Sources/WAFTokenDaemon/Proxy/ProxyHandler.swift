@@ -117,7 +117,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             case .success(let acquired):
                 guard let connection = try? UpstreamConnection(acquired) else {
                     acquired.channel.close(promise: nil)
-                    upstreamFailed("closed", nil)
+                    upstreamFailed(.closed, nil)
                     return
                 }
                 guard exchange != nil, self.context != nil else {
@@ -126,7 +126,7 @@ final class ProxyHandler: ChannelDuplexHandler {
                 }
                 attach(connection)
             case .failure(let error):
-                upstreamFailed(error is ChannelError ? "timeout" : "unreachable", error)
+                upstreamFailed(error is ChannelError ? .timeout : .unreachable, error)
             }
         }
     }
@@ -136,15 +136,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         connection.handler.delegate = self
         exchange.upstream = connection
         exchange.phase = exchange.requestComplete || !exchange.streaming ? .awaitingAnswer : .receiving
-        let token = exchange.sentToken
-        let cookieManager = proxy.provider.cookieManager
         let head = ProxyRules.upstreamHead(
-            exchange.head, upstream: exchange.route.settings.upstream, token: token, placement: exchange.route.settings.tokenIn,
-            cookieApplies: { path in
-                // COOK-1 and COOK-2, for the token being sent.
-                let settings = cookieManager.settings
-                return settings.setTokenCookie && WAFCookie.pathMatches(requestPath: path, cookiePath: settings.path)
-            }, framing: exchange.framing)
+            exchange.head, upstream: exchange.route.settings.upstream, token: exchange.sentToken, placement: exchange.route.settings.tokenIn,
+            cookieApplies: proxy.provider.cookieManager.applies(toPath:), framing: exchange.framing)
         connection.handler.send(.head(head))
         if exchange.body.readableBytes > 0 {
             connection.handler.send(.body(.byteBuffer(exchange.body)))

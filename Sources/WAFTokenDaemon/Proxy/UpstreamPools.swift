@@ -17,12 +17,6 @@ struct UpstreamConnection {
         handler = try acquired.channel.pipeline.syncOperations.handler(type: UpstreamHandler.self)
         reused = acquired.reused
     }
-
-    init(channel: any Channel, handler: UpstreamHandler, reused: Bool) {
-        self.channel = channel
-        self.handler = handler
-        self.reused = reused
-    }
 }
 
 /// Kept-alive upstream connections, one pool per event loop: a request takes a connection of its

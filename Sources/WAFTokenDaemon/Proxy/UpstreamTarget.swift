@@ -21,24 +21,17 @@ struct UpstreamTarget: Sendable, Hashable {
 
     /// The target, or why `text` cannot be one for `domainName`.
     static func parse(_ text: String, domainName: String) -> Result<UpstreamTarget, ProblemText> {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let rawHost = url.host(percentEncoded: false), !rawHost.isEmpty else {
-            return .failure("is not an absolute URL")
+        let url: URL, rawHost: String
+        switch WAFServiceURL.check(text) {
+        case .success(let checked): (url, rawHost) = checked
+        case .failure(let problem): return .failure(ProblemText(text: problem.text))
         }
-        guard url.user == nil, url.password == nil else { return .failure("holds user credentials") }
-        guard url.query == nil, url.fragment == nil else { return .failure("has a query or fragment") }
         let host = (rawHost.hasPrefix("[") ? String(rawHost.dropFirst().dropLast()) : rawHost).lowercased()
-        let loopback = WAFHost.isLoopback(host)
-        switch scheme {
-        case "https": break
-        case "http" where loopback: break
-        case "http": return .failure("uses http to a host that is not loopback")
-        default: return .failure("has the scheme \(scheme)")
-        }
         let domain = domainName.lowercased()
-        guard loopback || host == domain || host.hasSuffix("." + domain) else {
+        guard WAFHost.isLoopback(host) || host == domain || host.hasSuffix("." + domain) else {
             return .failure("names \(host), which is neither domainName (\(domain)), a host below it, nor loopback")
         }
-        let secure = scheme == "https"
+        let secure = url.scheme?.lowercased() == "https"
         var path = url.path(percentEncoded: true)
         if path.hasSuffix("/") { path.removeLast() }
         let bracketed = host.contains(":") ? "[\(host)]" : host
@@ -67,6 +60,7 @@ struct UpstreamTarget: Sendable, Hashable {
 /// A short reason, as `WAFConfigurationIssue.problem` wants it.
 struct ProblemText: Error, ExpressibleByStringInterpolation, Equatable {
     let text: String
+    init(text: String) { self.text = text }
     init(stringLiteral value: String) { text = value }
     init(stringInterpolation: DefaultStringInterpolation) { text = String(stringInterpolation: stringInterpolation) }
 }

@@ -21,7 +21,6 @@ final class Listener: Sendable {
     private let state = NIOLockedValueBox(State())
     private let group: MultiThreadedEventLoopGroup
     private let connectionsChanged: @Sendable (Int) -> Void
-
     private let gate: LoopGate
 
     init(threads: Int, gate: LoopGate, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {

@@ -16,7 +16,15 @@ struct DaemonConnection: Sendable {
     func exchange(_ path: String, method: HTTPMethod, accept: String?, body: [UInt8]?, timeout: Duration) async throws -> (UInt, [UInt8]) {
         try await withDeadline(timeout) {
             try await connect().executeThenClose { inbound, outbound in
-                try await send(path, method: method, accept: accept, body: body, outbound)
+                // The daemon may answer a complete head and close (`Connection: close`) before the
+                // rest of the request is written: that write then fails although the answer is
+                // there. The answer counts; the write's error only when no answer came.
+                var sendError: (any Error)?
+                do {
+                    try await send(path, method: method, accept: accept, body: body, outbound)
+                } catch {
+                    sendError = error
+                }
                 var status: UInt = 0
                 var answer: [UInt8] = []
                 for try await part in inbound {
@@ -28,7 +36,7 @@ struct DaemonConnection: Sendable {
                     case .end: return (status, answer)
                     }
                 }
-                throw WAFTokenClientError.badResponse("the connection closed before the answer was complete")
+                throw sendError ?? WAFTokenClientError.badResponse("the connection closed before the answer was complete")
             }
         }
     }

@@ -28,7 +28,7 @@ public final class DaemonProcess: @unchecked Sendable {
         service: ServiceProcess?, arguments extra: [String] = [], replacing: [String]? = nil, environment: [String: String] = [:],
         configFile: String? = nil, directory: URL? = nil, executable: String = "waf-tokend"
     ) throws {
-        self.directory = directory ?? FileManager.default.temporaryDirectory.appendingPathComponent("waf-tokend-test-\(UUID().uuidString.prefix(8))")
+        self.directory = directory ?? scratchPath("waf-tokend-test")
         try FileManager.default.createDirectory(at: self.directory, withIntermediateDirectories: true)
         var arguments = replacing ?? Self.arguments(service: service, socket: self.directory.appendingPathComponent("token.sock").path)
         if let configFile {

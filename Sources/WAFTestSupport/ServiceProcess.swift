@@ -11,13 +11,6 @@ public let productsDirectory = URL(fileURLWithPath: "/proc/self/exe").resolvingS
 public let repositoryDirectory = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
     .deletingLastPathComponent()
 
-/// A new directory of the test's own under the temporary directory: `prefix-XXXXXXXX`.
-public func scratchDirectory(_ prefix: String) throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
 public enum TestProcessError: Error, CustomStringConvertible {
     case noListeningLine(String)
 

@@ -9,7 +9,7 @@ public struct TestCertificates {
     public var serverKey: String { directory.appendingPathComponent("server.key").path }
 
     public init() throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("waf-tls-\(UUID().uuidString)")
+        directory = scratchPath("waf-tls")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         try openssl(["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=waf-tokend test CA"])

@@ -18,7 +18,7 @@ struct KubernetesManifestTests {
     func configMap() throws {
         let map = try Self.load("configmap.yaml")
         let text = try #require(map["data"]?["waf-tokend.yaml"]?.text)
-        let file = FileManager.default.temporaryDirectory.appendingPathComponent("waf-configmap-\(UUID().uuidString).yaml")
+        let file = scratchPath("waf-configmap").appendingPathExtension("yaml")
         try text.write(to: file, atomically: true, encoding: .utf8)
         let loaded = ConfigurationLoader.load(ConfigurationSources(file: file.path))
         #expect(throws: Never.self) { try loaded.get() }

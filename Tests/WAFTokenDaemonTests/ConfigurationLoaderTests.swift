@@ -9,7 +9,7 @@ private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/01
 private let required = "applicationIntegrationUrl: \(url)\ndomainName: example.com\n"
 
 func configFile(_ text: String) throws -> String {
-    let path = FileManager.default.temporaryDirectory.appendingPathComponent("waf-config-\(UUID().uuidString).yaml").path
+    let path = scratchPath("waf-config").appendingPathExtension("yaml").path
     try text.write(toFile: path, atomically: true, encoding: .utf8)
     return path
 }

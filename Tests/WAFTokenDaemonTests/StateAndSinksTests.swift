@@ -44,7 +44,7 @@ struct StateAndSinksTests {
     @Test("STATE-1: a restarted daemon serves a still-fresh saved token at once, without fetching")
     func STATE1_freshSavedTokenServedAtOnce() async throws {
         let service = try ServiceProcess()
-        let state = FileManager.default.temporaryDirectory.appendingPathComponent("waf-state-\(UUID().uuidString.prefix(8))").path
+        let state = scratchPath("waf-state").path
         let first = try await DaemonProcess.serving(service: service, arguments: ["--state-directory", state])
         let token = try await first.client.tokenReady(wait: .seconds(10))
         await first.stop()

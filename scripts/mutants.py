@@ -31,6 +31,7 @@ MUTANTS = [
     ("Machine/ProviderMachine.swift", "staleOnceOld: !backgroundRefresh || refreshFellBehind", "staleOnceOld: true", "TOK-7 stale during a routine refresh"),
     ("Machine/ProviderMachine+Attempts.swift", "        consecutiveFailures += 1\n        refreshFellBehind = true", "        consecutiveFailures += 1", "TOK-7 failed refresh reads fresh"),
     ("Machine/ProviderMachine+Attempts.swift", "        heldSince = instant\n        refreshFellBehind = true", "        heldSince = instant", "TOK-7 held refresh reads fresh"),
+    ("Machine/ProviderMachine.swift", "actions.insert(.publish(snapshot), at: 0)", "emit(.publish(snapshot))", "TOK-1 told before the cache holds it"),
     ("Machine/ProviderMachine+Requests.swift", "backgroundRefresh, let cached, isFresh(cached) {", "backgroundRefresh, let cached {", "TOK-3 stale token answered at once"),
     ("Machine/ProviderMachine+Requests.swift", "if !fetch.cancelled { restartSequenceAfterAttempt = true }", "", "RET-8 joining keeps the old budget"),
     ("Machine/ProviderMachine+Requests.swift", "        failuresInSequence = 0\n        beginAttempt()\n    }", "        beginAttempt()\n    }", "RET-8 no fresh budget"),

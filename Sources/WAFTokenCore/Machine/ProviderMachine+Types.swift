@@ -86,7 +86,8 @@ extension ProviderMachine {
         case announce(WAFProviderEvent)
         /// The token of an identity changed: store it, or with no token remove what is stored.
         case persist(WAFTokenRecord)
-        /// What readers off the state context see changed.
+        /// What readers off the state context see changed. Always first, before any answer or
+        /// announcement of the same event (TOK-1).
         case publish(ProviderSnapshot)
     }
 

@@ -55,7 +55,9 @@ public struct ProviderMachine: Sendable {
         self.settings = settings
     }
 
-    /// Handles one event at `clock` and returns what to do, in order.
+    /// Handles one event at `clock` and returns what to do, in order. What readers see is published
+    /// first: answers and announcements are delivered on other threads, and whoever is told of a
+    /// token must find it in `getToken()` (TOK-1).
     public mutating func handle(_ event: Event, at clock: Clock) -> [Action] {
         self.clock = clock
         actions = []
@@ -146,6 +148,6 @@ public struct ProviderMachine: Sendable {
         let snapshot = self.snapshot
         guard snapshot != lastPublished else { return }
         lastPublished = snapshot
-        emit(.publish(snapshot))
+        actions.insert(.publish(snapshot), at: 0)
     }
 }

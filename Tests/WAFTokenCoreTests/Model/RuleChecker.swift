@@ -35,6 +35,14 @@ struct RuleChecker {
         let adopted = after.cached?.token != before.cached?.token && after.cached?.origin == .fetched && after.cached != nil
         updateSequence(t, counted: counted, adopted: adopted)
 
+        // TOK-1: whoever hears of this event (answers, observers, on other threads) finds its
+        // outcome in getToken(): the snapshot is published before anyone is told.
+        if let told = t.actions.firstIndex(where: \.tellsSomeone),
+            let published = t.actions.firstIndex(where: \.isPublish), published > told
+        {
+            fail("TOK-1: \(t.actions[told]) performed before the snapshot was published")
+        }
+
         for action in t.actions {
             switch action {
             case .answer(let id, let answer):
@@ -173,5 +181,18 @@ struct RuleChecker {
         case .fetchEnded(let id, let result): "fetchEnded(\(id), \((try? result.get()).map { "success \($0)" } ?? "failure"))"
         default: "\(event)"
         }
+    }
+}
+
+extension ProviderMachine.Action {
+    var tellsSomeone: Bool {
+        switch self {
+        case .answer, .announce: true
+        default: false
+        }
+    }
+
+    var isPublish: Bool {
+        if case .publish = self { true } else { false }
     }
 }

@@ -3,9 +3,12 @@
 # optimised, the Swift runtime linked in (runs without a toolchain), and without SwiftPM's
 # --export-dynamic (which only testable executables need; it puts every symbol in the dynamic
 # table: 2.5 MB of the daemon, README "Sizes"); symbols bound at start (-z now, with RELRO: the
-# dynamic relocations read-only before main).
+# dynamic relocations read-only before main). Linked by the toolchain's lld with packed relative
+# relocations (DT_RELR, glibc 2.36): the daemon's 89,534 relocations took 2.1 MB as RELA and take
+# 17 KB as RELR, which is 2.2 MB off the daemon and 1.3 MB off waf-tokenctl (README "Sizes").
 #
 #   scripts/swift-release.sh [--product NAME] [--show-bin-path]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now "$@"
+exec "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
+    -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs "$@"

@@ -29,7 +29,7 @@ struct GettingATokenTests {
     }
 
     @Test("TOK-1: a new token is in the cache before any callback or observer is told of it")
-    func TOK1_cacheHoldsTheTokenBeforeAnyoneIsTold() throws {
+    func TOK1_cacheHoldsTheTokenBeforeAnyoneIsTold() {
         // Answers and announcements run on other threads: if the snapshot that getToken() reads
         // were published after them, a callback told of token B could still read token A.
         var world = ProviderWorld(

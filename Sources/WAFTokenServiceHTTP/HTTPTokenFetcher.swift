@@ -22,34 +22,6 @@ import Foundation
 /// `GET …/inputs`, solve, `POST …/verify` (docs/protocol.md). One call is one attempt;
 /// the provider's retry rules decide what follows a failure.
 public final class HTTPTokenFetcher: WAFTokenFetcher {
-    public struct Settings: Sendable {
-        /// The `client` sent to the service: `ios`, `android` or `browser`; it picks nonce formats.
-        public var client: String
-        /// Per request (challenge, then verify).
-        public var timeout: Duration
-        /// PEM file of CA certificates to trust instead of the system's store.
-        public var caFile: String?
-        public var checksum: String
-        public var solver: ProofOfWorkSolver
-        /// Larger answers are refused: a token service's answers are a few hundred bytes.
-        public var maximumBodyBytes: Int
-
-        public static let clients: Set<String> = ["ios", "android", "browser"]
-
-        public init(
-            client: String = "ios", timeout: Duration = .seconds(10), caFile: String? = nil,
-            checksum: String = VerifyRequest.mobileChecksum, solver: ProofOfWorkSolver = ProofOfWorkSolver(),
-            maximumBodyBytes: Int = 64 * 1024
-        ) {
-            self.client = client
-            self.timeout = timeout
-            self.caFile = caFile
-            self.checksum = checksum
-            self.solver = solver
-            self.maximumBodyBytes = maximumBodyBytes
-        }
-    }
-
     private struct CachedRedirect {
         let target: String
         let expires: ContinuousClock.Instant

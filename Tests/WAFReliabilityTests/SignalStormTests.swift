@@ -24,7 +24,7 @@ struct SignalStormTests {
             let after = try await service.counters()
             let calls = (after.inputs - before.inputs)
             let health = try await curl(daemon.socketPath, "/healthz")
-            Scale.report("\(signals) mixed signals in \(took): \(calls) token-service calls during and after the storm, at most \(after.maxCallsInFlight) in flight, /healthz \(health.code)")
+            Scale.report("\(signals) mixed signals in \(Int((took / .milliseconds(1)).rounded())) ms: \(calls) token-service calls during and after the storm, at most \(after.maxCallsInFlight) in flight, /healthz \(health.code)")
             #expect(after.maxCallsInFlight <= 1)
             #expect(calls <= 4, "a storm of signals is no storm of requests")
             #expect(health.code == 200)

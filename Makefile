@@ -4,7 +4,7 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet size mutants fuzz fuzz-ci \
+.PHONY: deps build release install demo test test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet size mutants fuzz fuzz-ci \
 	test-reliability deb image test-packages
 
 deps:
@@ -47,12 +47,26 @@ demo: deps
 	$(SWIFT) build --product waf-tokenctl
 	$$($(SWIFT) build --show-bin-path)/waf-tokend --demo
 
-# The whole suite, as CI runs it. The container test installs the static release build.
-test: deps release
+# The whole suite, as CI runs it, on one debug build (the end-to-end test under systemd installs
+# it; the static release build is tested as a package by test-packages). Every suite runs off the
+# concurrency pool and is watched for a blocked pool (WAFTestTraits); check-pool-watch.sh shows
+# the watcher fires. generate-manual is built here: a test cannot build while swift test runs.
+test: deps
 	scripts/check-rule-ids.sh
+	scripts/check-suites.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip WAFReliabilityTests --skip WAFPackageTests
+	$(SWIFT) build --product generate-manual
+	$(SWIFT) test --skip-build --skip WAFReliabilityTests --skip WAFPackageTests
+	SWIFT=$(SWIFT) scripts/check-pool-watch.sh
 	$(SWIFT) test --skip-build --filter WAFReliabilityTests
+
+# The suite N times over one build, and per test how many runs it failed (hunting a flake):
+# make test-repeat N=5 [FILTER=REGEX]
+N ?= 5
+test-repeat: deps
+	$(SWIFT) build --build-tests
+	$(SWIFT) build --product generate-manual
+	SWIFT=$(SWIFT) scripts/test-repeat.py $(N) $(if $(FILTER),--filter '$(FILTER)')
 
 # The provider core, the wire format, the solvers and the local service's issuers under the thread
 # sanitizer, in a build folder of its own. The suites over real HTTP and processes are left out:

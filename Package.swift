@@ -155,28 +155,32 @@ let package = Package(
             name: "waf-tokend-wedge", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFTokenCore", logging], path: "Tests/Executables/waf-tokend-wedge",
             swiftSettings: strict),
 
+        // Where tests run: off the concurrency pool, watched for a blocked pool, within a bound
+        // (WAFTestTraits/OffPool.swift). Every suite wears `.offPool`; only test targets use it.
+        .target(name: "WAFTestTraits", swiftSettings: strict),
+
         // One test target per library module.
         .testTarget(
             name: "WAFTokenCoreTests",
-            dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit", logging, .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: ["WAFTestTraits", "WAFTokenCore", "WAFTokenCoreTestKit", logging, .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: strict),
         .testTarget(
-            name: "WAFChallengeTests", dependencies: ["WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            name: "WAFChallengeTests", dependencies: ["WAFTestTraits", "WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenServiceHTTPTests",
-            dependencies: [
+            dependencies: ["WAFTestTraits", 
                 "WAFTokenServiceHTTP", "WAFTokenCore", "WAFChallenge", "WAFLocalTokenService", "WAFTestSupport", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
             ] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFLocalTokenServiceTests",
-            dependencies: ["WAFLocalTokenService", "WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")] + nio,
+            dependencies: ["WAFTestTraits", "WAFLocalTokenService", "WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenDaemonTests",
-            dependencies: [
+            dependencies: ["WAFTestTraits", 
                 "WAFTokenDaemon", "WAFTokenCore", "WAFTokenCoreTestKit", "WAFChallenge", "WAFDaemonClient", "WAFTestSupport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -185,24 +189,25 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFSystemdTests",
-            dependencies: ["WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge", "waf-tokenctl", "waf-token-service"],
+            dependencies: ["WAFTestTraits", "WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonClientTests",
-            dependencies: ["WAFDaemonClient", "WAFTestSupport", "waf-tokend", "waf-token-service"],
+            dependencies: ["WAFTestTraits", "WAFDaemonClient", "WAFTestSupport", "waf-tokend", "waf-token-service"],
             swiftSettings: strict),
         // Faults, kills, signal storms, floods and a soak against the real daemon; bounded here,
         // full with WAF_RELIABILITY=full (make test-reliability).
         .testTarget(
-            name: "WAFReliabilityTests", dependencies: ["WAFTestSupport", "WAFChallenge", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
+            name: "WAFReliabilityTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFChallenge", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
             swiftSettings: strict),
         // The Debian package in a booted systemd, the container image, the Kubernetes manifests: after
         // make deb and make image (make test-packages).
         .testTarget(
-            name: "WAFPackageTests", dependencies: ["WAFTestSupport", "WAFTokenDaemon", "waf-token-service"], swiftSettings: strict),
+            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFTokenDaemon", "waf-token-service"], swiftSettings: strict),
         .testTarget(
-            name: "WAFTokenCtlTests", dependencies: ["WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
+            name: "WAFTokenCtlTests", dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
+        .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

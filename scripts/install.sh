@@ -5,6 +5,9 @@
 # waf-tokenctl's shell completions. The Debian package (make deb) installs the same.
 #
 #   PREFIX=/usr DESTDIR=/tmp/stage scripts/install.sh
+#
+# BIN names another build's binaries: the end-to-end test of `make test` installs the debug build
+# (BIN=.build/debug SCRATCH=.build), so that `make test` builds the package once, not twice.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,12 +15,13 @@ PREFIX=${PREFIX:-/usr}
 DESTDIR=${DESTDIR:-}
 SYSCONFDIR=${SYSCONFDIR:-/etc}
 SCRATCH=${SCRATCH:-.build-static}
+BIN=${BIN:-$SCRATCH/release}
 SWIFT=${SWIFT:-swift}
 products=(waf-tokend waf-tokenctl waf-token-service)
 
 for product in "${products[@]}"; do
-    if [ ! -x "$SCRATCH/release/$product" ]; then
-        echo "error: $SCRATCH/release/$product is missing; run 'make release' first" >&2
+    if [ ! -x "$BIN/$product" ]; then
+        echo "error: $BIN/$product is missing; run 'make release' first" >&2
         exit 1
     fi
 done
@@ -31,7 +35,7 @@ install -d "$root/bin" "$root/sbin" "$root/lib/systemd/system" "$root/lib/sysuse
 for product in "${products[@]}"; do
     directory=bin
     if [ "$product" = waf-tokend ]; then directory=sbin; fi
-    install -m 0755 "$SCRATCH/release/$product" "$root/$directory/$product"
+    install -m 0755 "$BIN/$product" "$root/$directory/$product"
     strip --strip-debug "$root/$directory/$product"
 done
 
@@ -55,7 +59,7 @@ fi
 # Man pages and completions from the binaries' own ArgumentParser definitions.
 generated=$(mktemp -d)
 trap 'rm -rf "$generated"' EXIT
-SWIFT="$SWIFT" scripts/generated-docs.sh "$SCRATCH/release" "$generated"
+SWIFT="$SWIFT" SCRATCH="$SCRATCH" scripts/generated-docs.sh "$BIN" "$generated"
 install -m 0644 "$generated"/man/*.1 "$root/share/man/man1/"
 install -m 0644 "$generated/completions/waf-tokenctl.bash" "$root/share/bash-completion/completions/waf-tokenctl"
 install -m 0644 "$generated/completions/waf-tokenctl.zsh" "$root/share/zsh/vendor-completions/_waf-tokenctl"

@@ -8,7 +8,17 @@
 # 17 KB as RELR, which is 2.2 MB off the daemon and 1.3 MB off waf-tokenctl (README "Sizes").
 #
 #   scripts/swift-release.sh [--product NAME] [--show-bin-path]
+#
+# Without --product it builds the three shipped executables, not every target: test support
+# (WAFTestSupport, WAFTestTraits, the benchmarks) is no part of a release and need not be built for one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
-    -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs "$@"
+build() {
+    "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
+        -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs "$@"
+}
+if (($# > 0)); then
+    build "$@"
+else
+    for product in waf-tokend waf-tokenctl waf-token-service; do build --product "$product"; done
+fi

@@ -3,10 +3,11 @@ import Testing
 import _CryptoExtras
 
 @testable import WAFChallenge
+import WAFTestTraits
 
 /// The solvers' hot loop counts nonce digits up in place and hashes from a copied midstate through
 /// OpenSSL; these compare it with the plain way (the written nonce, swift-crypto's one-shot hashes).
-@Suite("Nonce hasher")
+@Suite("Nonce hasher", .offPool)
 struct NonceHasherTests {
     @Test(
         "counting in place gives the written nonce, across every carry into a new digit",

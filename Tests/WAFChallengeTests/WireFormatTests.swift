@@ -3,6 +3,7 @@ import Testing
 import WAFChallenge
 import WAFTestSupport
 import WAFJSON
+import WAFTestTraits
 
 private func problem(_ body: String) -> String? {
     do {
@@ -13,7 +14,7 @@ private func problem(_ body: String) -> String? {
     }
 }
 
-@Suite("Wire format and bad input")
+@Suite("Wire format and bad input", .offPool)
 struct WireFormatTests {
     @Test("a well-formed challenge is read field by field; memory defaults to 128")
     func wellFormed() throws {

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 @testable import WAFDaemonClient
 import WAFTestSupport
+import WAFTestTraits
 
-@Suite("The daemon's Swift client", .timeLimit(.minutes(2)))
+@Suite("The daemon's Swift client", .offPool, .timeLimit(.minutes(2)))
 struct DaemonClientTests {
     @Test("the event-stream parser reads events whatever the chunks: split at every byte, CRLF or LF, comments skipped")
     func serverSentEventsAtEverySplit() {

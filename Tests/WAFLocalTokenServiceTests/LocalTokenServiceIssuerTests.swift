@@ -5,8 +5,9 @@ import Testing
 import WAFChallenge
 @testable import WAFLocalTokenService
 import WAFJSON
+import WAFTestTraits
 
-@Suite("Local token service: challenges and tokens")
+@Suite("Local token service: challenges and tokens", .offPool)
 struct LocalTokenServiceIssuerTests {
     let now = Date(timeIntervalSince1970: 1_800_000_000)
     let challenges = ChallengeIssuer(key: SymmetricKey(size: .bits256), type: .pbkdf2, difficulty: 6, memory: 128, lifetime: 120)

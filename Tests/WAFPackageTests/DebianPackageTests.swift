@@ -4,11 +4,12 @@ import WAFTestSupport
 
 #if canImport(Glibc)
 import Glibc
+import WAFTestTraits
 #endif
 
 /// The Debian package in a real systemd (systemd-nspawn on a debootstrap root): install, upgrade,
 /// remove, purge, as an operator would.
-@Suite("Debian package", .serialized)
+@Suite("Debian package", .offPool, .serialized)
 struct DebianPackageTests {
     @Test("install → active and serving; upgrade → conffile, state and token kept, restarted; remove → stopped, socket gone; purge → all gone")
     func lifecycle() async throws {

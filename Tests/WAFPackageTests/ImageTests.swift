@@ -1,10 +1,11 @@
 import Foundation
 import Testing
 import WAFTestSupport
+import WAFTestTraits
 
 /// The container image: a daemon container and a consumer container sharing the socket through a
 /// volume, as two containers of a pod would.
-@Suite("Container image", .serialized)
+@Suite("Container image", .offPool, .serialized)
 struct ImageTests {
     @Test("a consumer container reads the token from the daemon container's socket; both stop; non-root, no shell")
     func sharedSocket() async throws {

@@ -2,10 +2,11 @@ import Foundation
 import Testing
 import WAFTestSupport
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
 /// deploy/kubernetes/: the manifests parse, and every command and path they give waf-tokend's
 /// container exists in the image.
-@Suite("Kubernetes manifests")
+@Suite("Kubernetes manifests", .offPool)
 struct KubernetesManifestTests {
     static let directory = repositoryDirectory.appendingPathComponent("deploy/kubernetes")
 

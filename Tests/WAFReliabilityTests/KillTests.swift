@@ -3,8 +3,9 @@ import Testing
 import WAFChallenge
 import WAFTestSupport
 import WAFJSON
+import WAFTestTraits
 
-@Suite("Reliability: kill -9 while files are written", .serialized, .timeLimit(.minutes(30)))
+@Suite("Reliability: kill -9 while files are written", .offPool, .serialized, .timeLimit(.minutes(30)))
 struct KillTests {
     @Test("STATE-3 under kill -9: never a torn token file, cookie jar or state file, and no temporary left after the next start")
     func STATE3_killNineDuringWrites() async throws {

@@ -4,12 +4,13 @@ import WAFTestSupport
 
 #if canImport(Glibc)
 import Glibc
+import WAFTestTraits
 #endif
 
 /// Floods, slow clients and clients that pipeline without reading, against a daemon kept under the
 /// shipped unit's `MemoryMax=`: it must never be killed for memory, and other clients must not
 /// notice (p99 under 10 ms).
-@Suite("Reliability: load", .serialized, .timeLimit(.minutes(30)))
+@Suite("Reliability: load", .offPool, .serialized, .timeLimit(.minutes(30)))
 struct LoadTests {
     @Test("pipelining without reading: memory stays bounded, nothing is killed, others are served on time")
     func pipeliningWithoutReading() async throws {

@@ -8,10 +8,11 @@ enum Scale {
 
     static func pick(_ bounded: Int, full figure: Int) -> Int { full ? figure : bounded }
 
-    /// The daemon as installed (static release) when `make release` built it, else the debug build.
+    /// The daemon as installed (the static release build, which `make test-reliability` makes
+    /// first) at full scale; the debug build `make test` just made, bounded (a release build left
+    /// from earlier could be older than the sources).
     static var daemon: String {
-        let release = repositoryDirectory.appendingPathComponent(".build-static/release/waf-tokend").path
-        return FileManager.default.isExecutableFile(atPath: release) ? release : "waf-tokend"
+        full ? repositoryDirectory.appendingPathComponent(".build-static/release/waf-tokend").path : "waf-tokend"
     }
 
     /// One line of figures, as the suite's output reports them.

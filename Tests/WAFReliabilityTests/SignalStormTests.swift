@@ -3,8 +3,9 @@ import Testing
 import WAFChallenge
 import WAFLocalTokenService
 import WAFTestSupport
+import WAFTestTraits
 
-@Suite("Reliability: signal storms", .serialized, .timeLimit(.minutes(15)))
+@Suite("Reliability: signal storms", .offPool, .serialized, .timeLimit(.minutes(15)))
 struct SignalStormTests {
     @Test("LIFE-2 and RELOAD-1 under a storm of mixed SIGUSR1, SIGUSR2 and SIGHUP: never two fetches in flight, no burst of requests, the right state after it")
     func RELOAD1_signalStorm() async throws {
@@ -33,7 +34,7 @@ struct SignalStormTests {
     }
 }
 
-@Suite("Reliability: the token service's faults in every lifecycle state", .serialized, .timeLimit(.minutes(30)))
+@Suite("Reliability: the token service's faults in every lifecycle state", .offPool, .serialized, .timeLimit(.minutes(30)))
 struct FaultMatrixTests {
     static let faults: [FaultRule.Kind] = [.fail, .drop, .malformed, .expired, .stall, .oversized]
 

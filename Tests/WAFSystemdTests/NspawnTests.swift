@@ -6,31 +6,41 @@ import WAFJSON
 
 #if canImport(Glibc)
 import Glibc
+import WAFTestTraits
 #endif
 
-/// The project installed with `scripts/install.sh` (the static release build, the units, the
-/// sysusers and tmpfiles snippets) into a Debian container booted with systemd as PID 1, and
-/// driven with `systemctl` and `journalctl` as an operator would.
-@Suite("under a real systemd in a container", .timeLimit(.minutes(10)))
+/// The project installed with `scripts/install.sh` (the units, the sysusers and tmpfiles snippets,
+/// man pages, and the debug build `make test` made: the static release build is tested the same
+/// way, as a package, by `make test-packages`) into a Debian container booted with systemd as PID
+/// 1, and driven with `systemctl` and `journalctl` as an operator would. The debug binaries find
+/// the Swift runtime where they were linked against it, bound read-only into the container.
+@Suite("under a real systemd in a container", .offPool, .timeLimit(.minutes(10)))
 struct NspawnTests {
     @Test("systemd: active (running) with STATUS, a client gets a token, reload, watchdog restart, socket activation, journal fields, nothing left behind")
     func endToEnd() async throws {
-        let staticBuild = repositoryDirectory.appendingPathComponent(".build-static/release")
-        try requireCurrent(staticBuild.appendingPathComponent("waf-tokend"))
+        let build = repositoryDirectory.appendingPathComponent(".build/debug")
+        let manual = build.appendingPathComponent("generate-manual")
+        try #require(
+            FileManager.default.isExecutableFile(atPath: manual.path),
+            "no \(manual.path): run the tests with `make test`, which builds it (swift test holds the build folder, so this test cannot)")
+        let runtime = try #require(try await Self.swiftRuntime(of: build.appendingPathComponent("waf-tokend")), "the debug daemon names no Swift runtime")
 
         let id = "waf-e2e-\(UUID().uuidString.prefix(8).lowercased())"
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(id)
         let stage = scratch.appendingPathComponent("stage")
         try FileManager.default.createDirectory(at: stage, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: scratch) }
-        let install = try await run("/usr/bin/env", ["DESTDIR=\(stage.path)", repositoryDirectory.appendingPathComponent("scripts/install.sh").path], timeout: .seconds(600))
+        let install = try await run(
+            "/usr/bin/env",
+            ["DESTDIR=\(stage.path)", "BIN=\(build.path)", "MANUAL=\(manual.path)", repositoryDirectory.appendingPathComponent("scripts/install.sh").path],
+            timeout: .seconds(600))
         try #require(install.status == 0, "scripts/install.sh: \(install.stderr)")
 
         let root = try await Container.root(in: repositoryDirectory.appendingPathComponent(".build/nspawn"))
         let hostRunBefore = try FileManager.default.contentsOfDirectory(atPath: "/run").sorted()
         let service = try ServiceProcess()  // on the host's loopback, which the container shares
         let container = try await Container(
-            root: root, name: id, bindings: [(stage.path, "/mnt/stage"), (staticBuild.path, "/mnt/stage-wedge")],
+            root: root, name: id, bindings: [(stage.path, "/mnt/stage"), (build.path, "/mnt/stage-wedge"), (runtime, runtime)],
             log: scratch.appendingPathComponent("nspawn.log").path)
         do {
             try await exercise(container, service: service)
@@ -143,18 +153,12 @@ struct NspawnTests {
         }, uniquingKeysWith: { _, last in last })
     }
 
-    /// The end-to-end test runs the static release build, which `make test` makes first: a build
-    /// older than the sources would test code that is no longer there.
-    private func requireCurrent(_ binary: URL) throws {
-        let binaryDate = try #require(
-            try? FileManager.default.attributesOfItem(atPath: binary.path)[.modificationDate] as? Date,
-            "no static release build at \(binary.path): run the tests with `make test`, which builds it")
-        // A source the daemon does not link (the CLI's, the tests' support) leaves its binary as it
-        // was: the build's own database says when the release build last ran.
-        let database = repositoryDirectory.appendingPathComponent(".build-static/build.db").path
-        let built = max(binaryDate, (try? FileManager.default.attributesOfItem(atPath: database)[.modificationDate] as? Date) ?? binaryDate)
-        let sources = FileManager.default.enumerator(at: repositoryDirectory.appendingPathComponent("Sources"), includingPropertiesForKeys: [.contentModificationDateKey])
-        let newest = (sources?.allObjects as? [URL] ?? []).compactMap { try? $0.resourceValues(forKeys: [.contentModificationDateKey]).contentModificationDate }.max()
-        try #require(newest.map { $0 <= built } ?? true, "the static release build is older than the sources: run `make test`, which rebuilds it")
+    /// The directory of the Swift runtime a dynamically linked binary finds first (its RUNPATH).
+    static func swiftRuntime(of binary: URL) async throws -> String? {
+        let dynamic = try await run("/usr/bin/readelf", ["-d", binary.path])
+        guard let line = dynamic.stdout.split(separator: "\n").first(where: { $0.contains("(RUNPATH)") }),
+            let open = line.firstIndex(of: "["), let close = line.lastIndex(of: "]")
+        else { return nil }
+        return line[line.index(after: open)..<close].split(separator: ":").map(String.init).first { $0.hasSuffix("/lib/swift/linux") }
     }
 }

@@ -7,6 +7,7 @@ import WAFJSON
 
 #if canImport(Glibc)
 import Glibc
+import WAFTestTraits
 #endif
 
 private func monotonicMicroseconds() -> Int64 {
@@ -18,7 +19,7 @@ private func monotonicMicroseconds() -> Int64 {
 /// systemd integration without a service manager: the notify protocol over a test-owned socket,
 /// the watchdog, socket activation with systemd-socket-activate, journald in a private mount
 /// namespace, and the unit files through systemd-analyze.
-@Suite("systemd integration", .timeLimit(.minutes(3)))
+@Suite("systemd integration", .offPool, .timeLimit(.minutes(3)))
 struct SystemdTests {
     @Test("sd_notify: READY, STATUS, RELOADING with MONOTONIC_USEC then READY, STOPPING, in order", arguments: [false, true])
     func notifyProtocol(abstract: Bool) async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import WAFTokenCore
+import WAFTestTraits
 
 private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
 
@@ -19,7 +20,7 @@ private func refusal(url: String = url, domain: String = "example.com") -> WAFCo
     }.first
 }
 
-@Suite("Configuration")
+@Suite("Configuration", .offPool)
 struct ConfigurationTests {
     @Test("OBJ-2: an invalid setting is refused with key, value and what is allowed")
     func OBJ2_invalidSettingNamesKeyValueAndAllowed() throws {
@@ -252,7 +253,7 @@ struct ConfigurationTests {
     }
 }
 
-@Suite("Configuration: range profiles")
+@Suite("Configuration: range profiles", .offPool)
 struct RangeProfileTests {
     private func problems(_ settings: [String: WAFSettingValue]) -> [String] {
         var all = settings

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Cookies")
+@Suite("Cookies", .offPool)
 struct CookieTests {
     @Test("COOK-1: the cookie goes to tokenCookiePath and below it, by RFC 6265 path-match")
     func COOK1_pathMatch() throws {

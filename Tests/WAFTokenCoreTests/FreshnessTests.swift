@@ -2,8 +2,9 @@ import Foundation
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Freshness (TOK-7)")
+@Suite("Freshness (TOK-7)", .offPool)
 struct FreshnessTests {
     @Test("TOK-7: with jitter off the refresh falls due exactly at tokenRefreshDelaySec, and the token stays fresh while it runs")
     func TOK7_freshDuringTheRoutineRefresh() throws {

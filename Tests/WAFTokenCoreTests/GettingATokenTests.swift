@@ -3,8 +3,9 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Getting a token")
+@Suite("Getting a token", .offPool)
 struct GettingATokenTests {
     @Test("TOK-1: fetches at start, getToken is nil until then, refreshes tokenRefreshDelaySec after each success")
     func TOK1_fetchAtStartThenPeriodicRefresh() {

@@ -1,8 +1,9 @@
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("App lifecycle")
+@Suite("App lifecycle", .offPool)
 struct LifecycleTests {
     @Test("LIFE-1: three states; ios is active in the foreground only, android unless closed; default ios, foreground")
     func LIFE1_statesAndProfiles() {
@@ -147,7 +148,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("App lifecycle: returns with retries pending")
+@Suite("App lifecycle: returns with retries pending", .offPool)
 struct LifecycleReturnTests {
     @Test("LIFE-4: back from a pause with a retry pending for an explicit request, the refresh starts at once")
     func LIFE4_pauseReturnWithRetryPending() {

@@ -3,8 +3,9 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Provider lifetime and the production scheduler")
+@Suite("Provider lifetime and the production scheduler", .offPool)
 struct LifetimeTests {
     @Test("a provider its owner drops stops: no timer left, the fetch in flight cancelled, nothing fetched after")
     func droppedProviderStops() {

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Loading tokens (OBJ-3, TOK-8)")
+@Suite("Loading tokens (OBJ-3, TOK-8)", .offPool)
 struct LoadingTests {
     private static let origin = Date(timeIntervalSince1970: 1_700_000_000)
 

@@ -3,8 +3,9 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Provider operations the daemon relies on")
+@Suite("Provider operations the daemon relies on", .offPool)
 struct ProviderOperationsTests {
     private static let origin = Date(timeIntervalSince1970: 1_700_000_000)
 

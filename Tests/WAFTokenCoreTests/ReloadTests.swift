@@ -2,9 +2,10 @@ import Foundation
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
 /// The Reload rules of the daemon's contract, as the provider keeps them (docs/rules.md, Reload).
-@Suite("Reload")
+@Suite("Reload", .offPool)
 struct ReloadTests {
     private static let otherDomain = try! WAFConfiguration(
         applicationIntegrationUrl: "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/",

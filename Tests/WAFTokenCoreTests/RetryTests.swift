@@ -1,10 +1,11 @@
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
 private let outage = ScriptedTokenFetcher.outage
 
-@Suite("Retries")
+@Suite("Retries", .offPool)
 struct RetryTests {
     @Test("RET-1: backoff starts at 100 ms and doubles")
     func RET1_backoffStartsAt100msAndDoubles() {

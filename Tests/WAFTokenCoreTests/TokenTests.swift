@@ -3,8 +3,9 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
-@Suite("Token and provider objects")
+@Suite("Token and provider objects", .offPool)
 struct ObjectTests {
     @Test("OBJ-1: a token holds its value and when it was fetched, and never shows the value")
     func OBJ1_tokenValueAndFetchTimes() throws {

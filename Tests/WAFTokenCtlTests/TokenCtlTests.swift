@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import WAFTestSupport
+import WAFTestTraits
 
-@Suite("waf-tokenctl", .timeLimit(.minutes(2)))
+@Suite("waf-tokenctl", .offPool, .timeLimit(.minutes(2)))
 struct TokenCtlTests {
     @Test("waf-tokenctl: the token alone on stdout, 69 without token or daemon, 64 for usage errors")
     func ctlExitCodes() async throws {

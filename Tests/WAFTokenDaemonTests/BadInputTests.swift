@@ -6,12 +6,13 @@ import WAFJSON
 
 #if canImport(Glibc)
 import Glibc
+import WAFTestTraits
 #endif
 
 /// Short timeouts, so that the tests of slow and silent clients are quick.
 private let timeouts = ["--socket-idle-timeout-sec", "1", "--socket-request-timeout-sec", "2"]
 
-@Suite("Bad input on the socket", .timeLimit(.minutes(2)))
+@Suite("Bad input on the socket", .offPool, .timeLimit(.minutes(2)))
 struct BadInputTests {
     @Test("malformed requests, unknown paths and methods, odd versions: a 4xx or 505 each, never a crash", arguments: [
         ("GARBAGE\r\n\r\n", 400),

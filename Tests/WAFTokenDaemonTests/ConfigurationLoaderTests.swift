@@ -4,6 +4,7 @@ import Testing
 import WAFTestSupport
 import WAFTokenCore
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
 private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
 private let required = "applicationIntegrationUrl: \(url)\ndomainName: example.com\n"
@@ -23,7 +24,7 @@ func problems(_ result: Result<DaemonConfiguration, WAFConfigurationError>) -> [
     return []
 }
 
-@Suite("Daemon configuration")
+@Suite("Daemon configuration", .offPool)
 struct ConfigurationLoaderTests {
     @Test("precedence: command line > environment > file > default")
     func precedence() throws {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import WAFChallenge
 import WAFTestSupport
+import WAFTestTraits
 
 /// curl as another user and group, with no supplementary groups: SO_PEERCRED is all the daemon sees.
 private func curlAs(uid: UInt32, gid: UInt32, _ socket: String, _ path: String) async throws -> (code: Int, body: String) {
@@ -44,7 +45,7 @@ private struct ThrowawayAccount {
     }
 }
 
-@Suite("Peer check (SO_PEERCRED)", .timeLimit(.minutes(2)))
+@Suite("Peer check (SO_PEERCRED)", .offPool, .timeLimit(.minutes(2)))
 struct PeerCheckTests {
     @Test("socket.allowedUsers: anyone else gets 403 and no token; waf-tokenctl exits 77")
     func allowedUsers() async throws {

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import WAFChallenge
 import WAFTestSupport
+import WAFTestTraits
 
-@Suite("Signals", .timeLimit(.minutes(2)))
+@Suite("Signals", .offPool, .timeLimit(.minutes(2)))
 struct SignalTests {
     @Test("SIGUSR1 foreground, SIGUSR2 background, SIGUSR2 again closed (LIFE rules)")
     func lifecycleSignals() async throws {

@@ -5,10 +5,11 @@ import WAFLocalTokenService
 import WAFTestSupport
 import WAFDaemonClient
 import WAFTokenCore
+import WAFTestTraits
 
 /// The socket API (README, "The socket API"), against the real daemon and the real local token service, with
 /// curl as the client (what an operator or a shell script would use).
-@Suite("Socket API", .timeLimit(.minutes(2)))
+@Suite("Socket API", .offPool, .timeLimit(.minutes(2)))
 struct SocketAPITests {
     @Test("GET /v1/token: JSON by default, the bare token for text/plain, the same on the fast path and the codec path")
     func tokenEndpoint() async throws {

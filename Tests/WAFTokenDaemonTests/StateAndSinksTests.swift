@@ -3,8 +3,9 @@ import Testing
 import WAFChallenge
 import WAFTestSupport
 import WAFJSON
+import WAFTestTraits
 
-@Suite("Sinks and state", .timeLimit(.minutes(2)))
+@Suite("Sinks and state", .offPool, .timeLimit(.minutes(2)))
 struct StateAndSinksTests {
     @Test("STATE-3: the token file and the cookie jar are rewritten on every token; curl -b with the jar passes the protected resource")
     func STATE3_sinksRewrittenOnEveryToken() async throws {
@@ -19,6 +20,8 @@ struct StateAndSinksTests {
         try await withDaemon(daemon: ["--sinks-token-file", tokenFile, "--sinks-cookie-jar", jar]) { service, daemon in
             let first = try await daemon.client.tokenReady(wait: .seconds(10))
             #expect(await eventually { (try? String(contentsOfFile: tokenFile, encoding: .utf8)) == first.value })
+            // The token file, the jar and the state file are written one after the other.
+            #expect(await eventually { (try? String(contentsOfFile: jar, encoding: .utf8))?.contains(first.value) == true })
             let mode = try FileManager.default.attributesOfItem(atPath: tokenFile)[.posixPermissions] as? Int
             #expect(mode == 0o640)
             let line = try #require(try String(contentsOfFile: jar, encoding: .utf8).split(separator: "\n").last)
@@ -134,8 +137,11 @@ struct StateAndSinksTests {
         try await service.setLatency(milliseconds: 3000)
         try config("other.example.org").write(toFile: daemon.directory.appendingPathComponent("daemon.yaml").path, atomically: true, encoding: .utf8)
         daemon.signal(SIGHUP)
-        #expect(await eventually { !FileManager.default.fileExists(atPath: tokenFile) }, "the old token is gone from the token file")
-        #expect(!FileManager.default.fileExists(atPath: jar) && !FileManager.default.fileExists(atPath: state.appendingPathComponent("token.json").path))
+        // Removed one after the other, before the new identity's fetch can store anything.
+        #expect(
+            await eventually {
+                [tokenFile, jar, state.appendingPathComponent("token.json").path].allSatisfy { !FileManager.default.fileExists(atPath: $0) }
+            }, "the old token is gone from the token file, the jar and the state file")
         #expect(try await curl(daemon.socketPath, "/v1/token").code == 503, "and from memory")
         let second = try await daemon.client.tokenReady(wait: .seconds(20))
         #expect(second.value != first.value)

@@ -2,8 +2,9 @@ import Foundation
 import Testing
 import WAFTestSupport
 import WAFTokenDaemon
+import WAFTestTraits
 
-@Suite("Version")
+@Suite("Version", .offPool)
 struct VersionTests {
     @Test("--version prints the version the Debian package carries (deploy/debian/changelog)")
     func versionIsThePackages() async throws {

@@ -7,6 +7,7 @@ import WAFLocalTokenService
 import WAFTokenCore
 import WAFTokenServiceHTTP
 import WAFTestSupport
+import WAFTestTraits
 
 /// A provider with the real HTTP client, against a real `waf-token-service` process.
 struct Fixture {
@@ -49,7 +50,7 @@ func expectSdkError<T>(
     if let text { #expect(error?.description.contains(text) == true, "\(String(describing: error))", sourceLocation: sourceLocation) }
 }
 
-@Suite("End to end: provider, HTTP client and the local token service", .timeLimit(.minutes(2)))
+@Suite("End to end: provider, HTTP client and the local token service", .offPool, .timeLimit(.minutes(2)))
 struct EndToEndTests {
     @Test("a token from the local service is accepted by its protected resource, by cookie or header")
     func tokenAcceptedByProtectedResource() async throws {

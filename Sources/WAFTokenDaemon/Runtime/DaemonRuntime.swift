@@ -47,6 +47,12 @@ struct DaemonRuntime {
         let server = SocketServer(
             api: api, path: configuration[Keys.socketPath], mode: configuration[Keys.socketMode], threads: configuration[Keys.socketThreads])
         let proxy = ProxyController(provider: provider, metrics: metrics, board: board, logger: logger)
+        let status = StatusReporter(provider: provider, notifier: notifier)
+        let reloader = Reloader(
+            configuration: configuration, sources: sources, provider: provider, fetcher: fetcher, persistence: persistence, api: api,
+            proxy: proxy, metrics: metrics, notifier: notifier, status: status, logger: logger)
+        // Before the socket serves: a client that sees the daemon may signal it at once.
+        let signals = SignalService(provider: provider, reloader: reloader, metrics: metrics, logger: logger)
         do throws(DaemonFailure) {
             try await server.start(inheritedDescriptor: inheritedSocket)
             do throws(DaemonFailure) {
@@ -67,16 +73,12 @@ struct DaemonRuntime {
                 "socket": "\(server.listeningPath)", "activated": "\(inheritedSocket != nil)",
                 "domain": "\(configuration.provider.domainName)", "platform": "\(configuration[Keys.lifecyclePlatform].rawValue)",
             ])
-        let status = StatusReporter(provider: provider, notifier: notifier)
-        let reloader = Reloader(
-            configuration: configuration, sources: sources, provider: provider, fetcher: fetcher, persistence: persistence, api: api,
-            proxy: proxy, metrics: metrics, notifier: notifier, status: status, logger: logger)
         // Stopped in reverse: the server first (no new requests), storage last (every write done).
         let services: [any Service] = [
             persistence,
             ProviderEventsService(events: events, broadcaster: broadcaster, metrics: metrics, status: status),
             ReadinessService(provider: provider, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: status),
-            SignalService(provider: provider, reloader: reloader, metrics: metrics, logger: logger),
+            signals,
             WatchdogService(notifier: notifier, probe: integration.livenessProbe(provider)),
             SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
             ProxyService(controller: proxy),

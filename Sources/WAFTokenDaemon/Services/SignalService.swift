@@ -8,42 +8,60 @@ import Glibc
 #endif
 
 /// SIGUSR1 (foreground), SIGUSR2 (background; again: closed) and SIGHUP (reload), through
-/// `DispatchSourceSignal`s on a queue of their own.
-struct SignalService: Service {
+/// `DispatchSourceSignal`s on a queue of their own. The sources are armed when it is made, which
+/// the runtime does before the socket serves: a signal sent as soon as a client can see the daemon
+/// (its socket answers, READY=1) is handled, never dropped by the ignore of `ignoreDefaultActions`.
+final class SignalService: Service, @unchecked Sendable {
     /// Signals the daemon handles itself. Their default action kills the process, so they are
     /// ignored as the very first thing the daemon does, before any can arrive unhandled.
     static let handled: [Int32] = [SIGUSR1, SIGUSR2, SIGHUP]
 
-    let provider: WAFTokenProvider
-    let reloader: Reloader
-    let metrics: DaemonMetrics
-    let logger: Logger
+    private let provider: WAFTokenProvider
+    private let reloader: Reloader
+    private let metrics: DaemonMetrics
+    private let logger: Logger
+    // Set once in init; dispatch sources are thread-safe but not marked Sendable on Linux.
+    private var sources: [any DispatchSourceSignal] = []
+
+    init(provider: WAFTokenProvider, reloader: Reloader, metrics: DaemonMetrics, logger: Logger) {
+        self.provider = provider
+        self.reloader = reloader
+        self.metrics = metrics
+        self.logger = logger
+        let queue = DispatchQueue(label: "waf-tokend.signals")
+        for signal in Self.handled {
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
+            source.setEventHandler { [weak self, source] in
+                // Signals that arrive together are delivered once, with their count. (The source and
+                // its handler hold each other until cancelled, in run() or deinit.)
+                self?.received(signal, count: Int(source.data))
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    deinit {
+        for source in sources { source.cancel() }
+    }
 
     static func ignoreDefaultActions() {
         for signal in handled { Glibc.signal(signal, SIG_IGN) }
     }
 
     func run() async {
-        let queue = DispatchQueue(label: "waf-tokend.signals")
-        var sources: [any DispatchSourceSignal] = []
-        for signal in Self.handled {
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
-            source.setEventHandler { [self] in
-                // Signals that arrive together are delivered once, with their count.
-                let count = Int(source.data)
-                switch signal {
-                case SIGUSR1: lifecycle(foreground: true, count: count, name: "SIGUSR1")
-                case SIGUSR2: lifecycle(foreground: false, count: count, name: "SIGUSR2")
-                default:
-                    metrics.countSignal("SIGHUP")
-                    Task { await reloader.reload() }
-                }
-            }
-            source.resume()
-            sources.append(source)
-        }
         try? await gracefulShutdown()
         for source in sources { source.cancel() }
+    }
+
+    private func received(_ signal: Int32, count: Int) {
+        switch signal {
+        case SIGUSR1: lifecycle(foreground: true, count: count, name: "SIGUSR1")
+        case SIGUSR2: lifecycle(foreground: false, count: count, name: "SIGUSR2")
+        default:
+            metrics.countSignal("SIGHUP")
+            Task { [reloader] in await reloader.reload() }
+        }
     }
 
     /// A SIGUSR2 in the background means closed; several coalesced into one event count as several.

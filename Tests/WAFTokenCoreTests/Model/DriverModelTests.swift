@@ -3,11 +3,12 @@ import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
 /// The random sequences again, against `WAFTokenProvider` itself (the driver executing the
 /// machine's actions) on the virtual scheduler, checked from outside: what the token service saw,
 /// what callers got, what was stored, and that nothing is left once the provider is released.
-@Suite("Model-based: random sequences against the driver")
+@Suite("Model-based: random sequences against the driver", .offPool)
 struct DriverModelTests {
     @Test("TOK-4, TOK-6, LIFE-2 and the reload rules hold through the driver; a released provider leaves nothing behind")
     func randomSequencesThroughTheDriver() {

@@ -2,12 +2,13 @@ import Foundation
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
+import WAFTestTraits
 
 /// Seeded random sequences of events against the pure machine, every rule checked after every
 /// transition. CI runs a few thousand; `WAF_MODEL_SEQUENCES=1000000` runs a million, and a failure
 /// prints its seed and the shrunk steps, which `WAF_MODEL_SEED=<seed> WAF_MODEL_SEQUENCES=1`
 /// replays exactly.
-@Suite("Model-based: random sequences against the rules")
+@Suite("Model-based: random sequences against the rules", .offPool)
 struct ModelBasedTests {
 
     @Test("TOK-4, TOK-5, TOK-6, TOK-7, TOK-8, RET-1, RET-2, RET-6, RET-7, LIFE-2, LIFE-3 and the reload rules hold after every step of every random sequence")

@@ -6,10 +6,11 @@ import Testing
 
 #if canImport(Glibc)
 import Glibc
+import WAFTestTraits
 #endif
 
 /// A loopback TCP client's user, from the kernel's socket tables.
-@Suite("Loopback peers")
+@Suite("Loopback peers", .offPool)
 struct LoopbackPeerTests {
     @Test("addresses as the socket tables write them")
     func tableForm() throws {

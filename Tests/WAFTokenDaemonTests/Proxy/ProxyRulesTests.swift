@@ -5,9 +5,10 @@ import Testing
 import WAFTokenCore
 
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
 /// The proxy's decisions, without I/O.
-@Suite("Proxy rules")
+@Suite("Proxy rules", .offPool)
 struct ProxyRulesTests {
     static let upstream = try! UpstreamTarget.parse("https://api.example.com/base/", domainName: "example.com").get()
 

@@ -7,10 +7,11 @@ import WAFChallenge
 import WAFLocalTokenService
 import WAFTestSupport
 import WAFJSON
+import WAFTestTraits
 
 /// The token-injecting proxy against real processes: the local token service's protected resource
 /// is the upstream, with tokens that expire after 2 s, so that challenges come during the tests.
-@Suite("Token-injecting proxy", .serialized)
+@Suite("Token-injecting proxy", .offPool, .serialized)
 struct ProxyTests {
     static let immunity = ["--immunity-seconds", "2"]
 

@@ -2,8 +2,9 @@ import NIOCore
 import NIOEmbedded
 import Testing
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
-@Suite("The connection guard, on an EmbeddedChannel")
+@Suite("The connection guard, on an EmbeddedChannel", .offPool)
 struct ConnectionGuardHandlerTests {
     @Test("a connection idle past socket.idleTimeoutSec is closed; one that drips its request gets 408")
     func timeouts() throws {

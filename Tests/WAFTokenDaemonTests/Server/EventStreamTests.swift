@@ -2,8 +2,9 @@ import NIOCore
 import Testing
 import WAFTokenCore
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
-@Suite("Server-Sent Events, on an EmbeddedChannel")
+@Suite("Server-Sent Events, on an EmbeddedChannel", .offPool)
 struct EventStreamTests {
     @Test("GET /v1/events: the current token and lifecycle first, then a frame per new token")
     func events() throws {

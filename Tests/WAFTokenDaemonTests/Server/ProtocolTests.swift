@@ -1,8 +1,9 @@
 import NIOCore
 import Testing
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
-@Suite("HTTP strictness on the socket, on an EmbeddedChannel")
+@Suite("HTTP strictness on the socket, on an EmbeddedChannel", .offPool)
 struct ProtocolTests {
     @Test("a head over 16 KiB gets 431, whether one big field or many small ones; one just under is served")
     func oversizeHeads() throws {

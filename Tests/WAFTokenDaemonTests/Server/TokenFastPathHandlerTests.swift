@@ -1,8 +1,9 @@
 import NIOCore
 import Testing
 @testable import WAFTokenDaemon
+import WAFTestTraits
 
-@Suite("The socket's fast path and codec, on an EmbeddedChannel")
+@Suite("The socket's fast path and codec, on an EmbeddedChannel", .offPool)
 struct TokenFastPathHandlerTests {
     static let plain = "GET /v1/token HTTP/1.1\r\nHost: localhost\r\n\r\n"
 

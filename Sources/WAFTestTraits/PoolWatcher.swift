@@ -1,0 +1,67 @@
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Measures, for as long as tests run, how late a 100 ms sleep on the concurrency pool wakes. A
+/// wake-up more than `limit` late means every pool thread was held that long: each test that ran
+/// meanwhile is told (`OffPool`), so that starvation fails the run by name instead of making some
+/// real-time test flaky.
+final class PoolWatcher: Sendable {
+    static let shared = PoolWatcher(limit: .milliseconds(limitMilliseconds()))
+
+    struct Stall: Sendable, Equatable {
+        let interval: ClosedRange<ContinuousClock.Instant>
+        var length: Duration { interval.upperBound - interval.lowerBound }
+    }
+
+    static let tick = Duration.milliseconds(100)
+    let limit: Duration
+    private struct State {
+        var stalls: [Stall] = []
+        /// When the sleep now in progress should end.
+        var dueAt: ContinuousClock.Instant?
+    }
+    private let state = Mutex(State())
+
+    init(limit: Duration) {
+        self.limit = limit
+        Task.detached { [self] in
+            while true {
+                let due = ContinuousClock.now + Self.tick
+                state.withLock { $0.dueAt = due }
+                try? await Task.sleep(until: due, clock: .continuous)
+                record(due: due, woke: .now)
+            }
+        }
+    }
+
+    /// Records the sleep that was due at `due` and woke at `woke`: a stall when that is over the limit.
+    func record(due: ContinuousClock.Instant, woke: ContinuousClock.Instant) {
+        state.withLock { state in
+            state.dueAt = nil
+            if woke - due > limit { state.stalls.append(Stall(interval: due...woke)) }
+        }
+    }
+
+    /// The stalls that overlap `interval`. A stall still in progress (the watcher's sleep is over
+    /// the limit already) is waited for, on the caller's thread, which is the test's own.
+    func stalls(during interval: ClosedRange<ContinuousClock.Instant>) -> [Stall] {
+        let clock = ContinuousClock()
+        let giveUp = clock.now + .seconds(60)
+        while let due = state.withLock({ $0.dueAt }), clock.now - due > limit, clock.now < giveUp {
+            usleep(10_000)
+        }
+        return Self.overlapping(state.withLock { $0.stalls }, interval)
+    }
+
+    static func overlapping(_ stalls: [Stall], _ interval: ClosedRange<ContinuousClock.Instant>) -> [Stall] {
+        stalls.filter { $0.interval.overlaps(interval) }
+    }
+
+    /// `WAF_POOL_STALL_LIMIT_MS`, else 2,000.
+    private static func limitMilliseconds() -> Int64 {
+        getenv("WAF_POOL_STALL_LIMIT_MS").flatMap { Int64(String(cString: $0)) } ?? 2000
+    }
+}

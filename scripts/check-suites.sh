@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Every test suite wears the `.offPool` trait (WAFTestTraits/OffPool.swift): off the concurrency
+# pool, watched for a blocked pool, within a bound. A suite without it, or a test outside a suite,
+# would run on the pool again. Run by `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+status=0
+while IFS= read -r line; do
+    echo "a suite without .offPool: $line" >&2
+    status=1
+done < <(grep -rn --include='*.swift' '@Suite(' Tests | grep -v '\.offPool' || true)
+for file in $(grep -rl --include='*.swift' '@Test' Tests); do
+    if ! grep -q '@Suite(' "$file"; then
+        echo "tests outside a suite (so without .offPool): $file" >&2
+        status=1
+    fi
+done
+[ $status -eq 0 ] && echo "suites: $(grep -rh --include='*.swift' '@Suite(' Tests | wc -l) with .offPool"
+exit $status

@@ -208,6 +208,10 @@ let package = Package(
             name: "WAFTokenCtlTests", dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
+        .testTarget(name: "WAFJSONTests", dependencies: ["WAFTestTraits", "WAFJSON"], swiftSettings: strict),
+        .testTarget(
+            name: "WAFVersionTests", dependencies: ["WAFTestTraits", "WAFVersion", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
+            swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]
 )

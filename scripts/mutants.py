@@ -69,6 +69,11 @@ MUTANTS = [
     ("Configuration/WAFRangeProfile.swift", "case (.maxRetryCount, .seed): 0...10", "case (.maxRetryCount, .seed): 0...11", "CFG-5 range"),
     ("Configuration/WAFHost.swift", "if let octets = ipv4Octets(bare) { return octets[0] == 127 }", "if let octets = ipv4Octets(bare) { return octets[0] == 127 || octets[0] == 10 }", "CFG-1 http beyond loopback"),
     ("Configuration/WAFConfigurationValidator.swift", "if PublicSuffixList.isPublicSuffix(domain) {", "if false {", "CFG-2 public suffix accepted"),
+    ("Configuration/WAFConfigurationValidator.swift", '&& label.first != "-" && label.last != "-"', '&& label.first != "-"', "CFG-2 a label ending in -"),
+    ("Configuration/WAFConfigurationValidator.swift", "if domain.utf8.count > 253 {", "if domain.utf8.count > 254 {", "CFG-2 a 254-character name"),
+    ("Configuration/WAFConfigurationValidator.swift", "(1...63).contains(label.count)", "(1...64).contains(label.count)", "CFG-2 a 64-character label"),
+    ("Machine/ProviderMachine+Requests.swift", "            return cache(loaded)", "            return adopt(loaded)", "RET-1/6 a load during a fetch resets the failures"),
+    ("Machine/ProviderMachine+Attempts.swift", "armNext(at: now + retrySchedule.refreshWait())", "armNext(at: now + configuration.maxErrorTokenRefreshDelay)", "RET-6 refresh after the error delay"),
 ]
 
 MANIFEST = """// swift-tools-version: 6.2
@@ -90,8 +95,9 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
         .target(name: "WAFTokenCoreTestKit", dependencies: ["WAFTokenCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
+        .target(name: "WAFTestTraits"),
         .testTarget(name: "WAFTokenCoreTests", dependencies: [
-            "WAFTokenCore", "WAFTokenCoreTestKit", .product(name: "Logging", package: "swift-log"),
+            "WAFTestTraits", "WAFTokenCore", "WAFTokenCoreTestKit", .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
     ],
@@ -101,7 +107,7 @@ let package = Package(
 
 
 def prepare():
-    for part in ["Sources/CLibPSL", "Sources/WAFTokenCore", "Sources/WAFTokenCoreTestKit", "Tests/WAFTokenCoreTests"]:
+    for part in ["Sources/CLibPSL", "Sources/WAFTokenCore", "Sources/WAFTokenCoreTestKit", "Sources/WAFTestTraits", "Tests/WAFTokenCoreTests"]:
         target = PACKAGE / part
         if target.exists():
             shutil.rmtree(target)

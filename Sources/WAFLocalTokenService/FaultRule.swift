@@ -15,6 +15,9 @@ public struct FaultRule: Sendable, Hashable, Codable {
         case body
         /// Answer 200 with a JSON document of 1 MiB (whitespace, then `{}`).
         case oversized
+        /// Answer 200 and a `Content-Length` of 1,000, then send the body a byte at a time every
+        /// `intervalMilliseconds` (default 500): a service that is never silent for long, and never done.
+        case trickle
     }
 
     public enum Target: String, Sendable, Hashable, Codable, CaseIterable {
@@ -38,13 +41,15 @@ public struct FaultRule: Sendable, Hashable, Codable {
     public var count: Int
     public var status: Int?
     public var body: String?
+    public var intervalMilliseconds: Int?
 
-    public init(kind: Kind, target: Target = .any, count: Int = 1, status: Int? = nil, body: String? = nil) {
+    public init(kind: Kind, target: Target = .any, count: Int = 1, status: Int? = nil, body: String? = nil, intervalMilliseconds: Int? = nil) {
         self.kind = kind
         self.target = target
         self.count = count
         self.status = status
         self.body = body
+        self.intervalMilliseconds = intervalMilliseconds
     }
 }
 

@@ -16,6 +16,8 @@ enum Reply: Sendable {
     case drop
     /// Never answer (fault injection); the peer's timeout ends it.
     case stall
+    /// Send the head, then the body one byte every `interval` (fault injection).
+    case trickle(HTTPResponseStatus, [(String, String)], [UInt8], interval: TimeAmount)
 
     static func json(_ status: HTTPResponseStatus, _ value: some Encodable, headers: [(String, String)] = []) -> Reply {
         let encoder = JSONEncoder()
@@ -126,6 +128,9 @@ extension LocalTokenService {
             return (.send(status, [("Content-Type", "application/json")], Array((rule.body ?? "").utf8)), label)
         case .oversized:
             return (.send(.ok, [("Content-Type", "application/json")], [UInt8](repeating: 0x20, count: 1 << 20) + Array("{}".utf8)), label)
+        case .trickle:
+            let body = [UInt8](repeating: 0x20, count: 998) + Array("{}".utf8)
+            return (.trickle(.ok, [("Content-Type", "application/json")], body, interval: .milliseconds(Int64(rule.intervalMilliseconds ?? 500))), label)
         }
     }
 

@@ -29,6 +29,7 @@ public final class VirtualScheduler: WAFScheduler, @unchecked Sendable {
     private var sequence: UInt64 = 0
     /// Spawned work that is running (not sleeping in virtual time).
     private var outstanding = 0
+    private var runCount = 0
     private var cancelledSleeps: Set<UInt64> = []
 
     /// The wall-clock time at virtual time zero.
@@ -109,6 +110,10 @@ public final class VirtualScheduler: WAFScheduler, @unchecked Sendable {
         advance(to: at)
         return true
     }
+
+    /// How many jobs have run so far: a test can bound the work a provider makes it do, and fail
+    /// on its own when a timer re-arms far too often instead of running on for minutes.
+    public var jobsRun: Int { condition.withLock { runCount } }
 
     /// When the earliest pending job is due, or nil when none is pending.
     public var nextJobTime: MonotonicInstant? {
@@ -204,6 +209,7 @@ public final class VirtualScheduler: WAFScheduler, @unchecked Sendable {
                 return nil
             }
             let job = jobs.remove(at: index)
+            runCount += 1
             current = max(current, job.at)
             if case .resume = job.work { outstanding += 1 }
             return job

@@ -97,15 +97,15 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         var request = HTTPClientRequest(url: target)
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "waf-tokend")
-        let response: HTTPClientResponse
-        do {
-            response = try await http.execute(request, timeout: timeAmount)
+        let (response, answer): (HTTPClientResponse, ByteBuffer?)
+        do throws(SdkError) {
+            (response, answer) = try await exchange(request, url: target, failure: SdkError.errorInvokingGetChallengeEndpoint, tooLarge: SdkError.invalidChallenge)
         } catch {
             forgetRedirect(for: inputsURL)
-            throw Self.transportError(error, url: target, otherwise: SdkError.errorInvokingGetChallengeEndpoint)
+            throw error
         }
         let finalURL = response.url?.absoluteString ?? target
-        guard (200..<300).contains(response.status.code) else {
+        guard let body = answer else {
             forgetRedirect(for: inputsURL)
             throw .errorInvokingGetChallengeEndpoint("HTTP \(response.status.code) from \(Self.withoutQuery(finalURL))")
         }
@@ -113,7 +113,6 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
             throw .errorInvokingGetChallengeEndpoint(reason)
         }
         rememberRedirect(from: inputsURL, response: response)
-        let body = try await collect(response, or: SdkError.invalidChallenge, orTransport: SdkError.errorInvokingGetChallengeEndpoint)
         do throws(ChallengeError) {
             return (try Challenge(parsing: body.readableBytesView), finalURL)
         } catch {
@@ -152,17 +151,11 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         request.headers.add(name: "Accept", value: "application/json")
         request.headers.add(name: "User-Agent", value: "waf-tokend")
         request.body = .bytes(ByteBuffer(bytes: body))
-        let response: HTTPClientResponse
-        do {
-            response = try await http.execute(request, timeout: timeAmount)
-        } catch {
-            throw Self.transportError(error, url: url, otherwise: SdkError.errorInvokingVerifyEndpoint)
-        }
-        guard (200..<300).contains(response.status.code) else {
+        let (response, answer) = try await exchange(
+            request, url: url, failure: SdkError.errorInvokingVerifyEndpoint, tooLarge: SdkError.invalidVerifyChallengeResponse)
+        guard let answer else {
             throw .errorInvokingVerifyEndpoint("HTTP \(response.status.code) from \(url)")
         }
-        let answer = try await collect(
-            response, or: SdkError.invalidVerifyChallengeResponse, orTransport: SdkError.errorInvokingVerifyEndpoint)
         do throws(ChallengeError) {
             return try VerifyOutcome(parsing: answer.readableBytesView)
         } catch {
@@ -170,21 +163,34 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         }
     }
 
-    private func collect(
-        _ response: HTTPClientResponse, or tooLarge: (String) -> SdkError, orTransport: (String) -> SdkError
-    ) async throws(SdkError) -> ByteBuffer {
-        do {
-            return try await response.body.collect(upTo: settings.maximumBodyBytes)
-        } catch is NIOTooManyBytesError {
-            throw tooLarge("the answer is larger than \(settings.maximumBodyBytes) bytes")
-        } catch {
-            throw orTransport("reading the answer failed: \(error)")
+    /// One request and, for a 2xx answer, its body, within the timeout as a whole (`RequestDeadline`).
+    private func exchange(
+        _ request: HTTPClientRequest, url: String, failure: @escaping @Sendable (String) -> SdkError,
+        tooLarge: @escaping @Sendable (String) -> SdkError
+    ) async throws(SdkError) -> (HTTPClientResponse, ByteBuffer?) {
+        let timeout = settings.timeout
+        let host = URL(string: url)?.host() ?? url
+        return try await RequestDeadline.run(
+            within: timeout, timedOut: failure("no complete answer from \(host) within \(timeout.seconds) s")
+        ) { [http, settings] () async throws(SdkError) -> (HTTPClientResponse, ByteBuffer?) in
+            let response: HTTPClientResponse
+            do {
+                response = try await http.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+            } catch {
+                throw Self.transportError(error, url: url, otherwise: failure)
+            }
+            guard (200..<300).contains(response.status.code) else { return (response, nil) }
+            do {
+                return (response, try await response.body.collect(upTo: settings.maximumBodyBytes))
+            } catch is NIOTooManyBytesError {
+                throw tooLarge("the answer is larger than \(settings.maximumBodyBytes) bytes")
+            } catch {
+                throw Self.transportError(error, url: url, otherwise: { failure("reading the answer failed: \($0)") })
+            }
         }
     }
 
     // MARK: Helpers
-
-    private var timeAmount: TimeAmount { .nanoseconds(settings.timeout.nanoseconds) }
 
     /// The verify URL: the final `/inputs` URL without its query, `/inputs` replaced by `/verify`.
     static func verifyURL(afterInputsAt finalURL: String) -> String {

@@ -36,7 +36,7 @@ struct SignalStormTests {
 
 @Suite("Reliability: the token service's faults in every lifecycle state", .offPool, .serialized, .timeLimit(.minutes(30)))
 struct FaultMatrixTests {
-    static let faults: [FaultRule.Kind] = [.fail, .drop, .malformed, .expired, .stall, .oversized]
+    static let faults: [FaultRule.Kind] = [.fail, .drop, .malformed, .expired, .stall, .oversized, .trickle]
 
     @Test("TOK-5 and LIFE-2 for every fault and lifecycle state: the last good token is served, nothing is fetched of its own while inactive, never two at once")
     func TOK5_faultsInEveryLifecycleState() async throws {

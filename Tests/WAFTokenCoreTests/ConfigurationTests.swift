@@ -20,7 +20,7 @@ private func refusal(url: String = url, domain: String = "example.com") -> WAFCo
     }.first
 }
 
-@Suite("Configuration", .offPool)
+@Suite("Configuration", .offPool, .timeLimit(.minutes(1)))
 struct ConfigurationTests {
     @Test("OBJ-2: an invalid setting is refused with key, value and what is allowed")
     func OBJ2_invalidSettingNamesKeyValueAndAllowed() throws {
@@ -85,7 +85,8 @@ struct ConfigurationTests {
 
     @Test("CFG-2: a bare host name that the Public Suffix List does not call a public suffix")
     func CFG2_domainName() throws {
-        for domain in ["example.com", "aws.amazon.com", "foo.example.co.uk", "usa.gov", "localhost", "127.0.0.1", "xn--bcher-kva.example"] {
+        let longest = [Self.hostName(length: 253), String(repeating: "a", count: 63) + ".example.com", "a-b.example.com"]
+        for domain in ["example.com", "aws.amazon.com", "foo.example.co.uk", "usa.gov", "localhost", "127.0.0.1", "xn--bcher-kva.example"] + longest {
             #expect(refusal(domain: domain) == nil, "\(domain) should be accepted")
         }
         let refused: [(String, String)] = [
@@ -101,6 +102,10 @@ struct ConfigurationTests {
             ("", "is empty"),
             ("exa mple.com", "is not a valid host name"),
             ("-bad.example.com", "is not a valid host name"),
+            ("bad-.example.com", "is not a valid host name"),
+            ("example.com.", "is not a valid host name"),
+            (String(repeating: "a", count: 64) + ".example.com", "is not a valid host name"),
+            (Self.hostName(length: 254), "is longer than 253 characters"),
             ("example..com", "is not a valid host name"),
             ("bücher.example", "is not ASCII (give an internationalised name in its xn-- form)"),
         ]
@@ -123,6 +128,20 @@ struct ConfigurationTests {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "WWW.Example.COM").domainName == "www.example.com")
         #expect(refusal(domain: "CO.UK")?.problem == "is a public suffix by the Public Suffix List")
         #expect(PublicSuffixList.isAvailable)
+    }
+
+    /// A valid host name of exactly `length` characters: labels of 63 and fewer under example.com.
+    static func hostName(length: Int) -> String {
+        var labels: [String] = []
+        var remaining = length - "example.com".count
+        while remaining > 0 {
+            let label = min(63, remaining - 1)  // the label and its dot
+            labels.append(String(repeating: "b", count: label))
+            remaining -= label + 1
+        }
+        let name = (labels + ["example.com"]).joined(separator: ".")
+        precondition(name.count == length && !labels.contains(""), "no host name of \(length) characters this way")
+        return name
     }
 
     @Test("CFG-3: backgroundRefreshEnabled defaults to true")
@@ -253,7 +272,7 @@ struct ConfigurationTests {
     }
 }
 
-@Suite("Configuration: range profiles", .offPool)
+@Suite("Configuration: range profiles", .offPool, .timeLimit(.minutes(1)))
 struct RangeProfileTests {
     private func problems(_ settings: [String: WAFSettingValue]) -> [String] {
         var all = settings

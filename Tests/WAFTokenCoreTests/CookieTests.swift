@@ -4,7 +4,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Cookies", .offPool)
+@Suite("Cookies", .offPool, .timeLimit(.minutes(1)))
 struct CookieTests {
     @Test("COOK-1: the cookie goes to tokenCookiePath and below it, by RFC 6265 path-match")
     func COOK1_pathMatch() throws {

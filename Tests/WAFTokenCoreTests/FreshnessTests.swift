@@ -4,7 +4,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Freshness (TOK-7)", .offPool)
+@Suite("Freshness (TOK-7)", .offPool, .timeLimit(.minutes(1)))
 struct FreshnessTests {
     @Test("TOK-7: with jitter off the refresh falls due exactly at tokenRefreshDelaySec, and the token stays fresh while it runs")
     func TOK7_freshDuringTheRoutineRefresh() throws {

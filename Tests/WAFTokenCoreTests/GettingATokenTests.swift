@@ -5,7 +5,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Getting a token", .offPool)
+@Suite("Getting a token", .offPool, .timeLimit(.minutes(1)))
 struct GettingATokenTests {
     @Test("TOK-1: fetches at start, getToken is nil until then, refreshes tokenRefreshDelaySec after each success")
     func TOK1_fetchAtStartThenPeriodicRefresh() {

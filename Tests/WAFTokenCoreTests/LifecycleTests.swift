@@ -3,7 +3,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("App lifecycle", .offPool)
+@Suite("App lifecycle", .offPool, .timeLimit(.minutes(1)))
 struct LifecycleTests {
     @Test("LIFE-1: three states; ios is active in the foreground only, android unless closed; default ios, foreground")
     func LIFE1_statesAndProfiles() {
@@ -148,7 +148,7 @@ struct LifecycleTests {
     }
 }
 
-@Suite("App lifecycle: returns with retries pending", .offPool)
+@Suite("App lifecycle: returns with retries pending", .offPool, .timeLimit(.minutes(1)))
 struct LifecycleReturnTests {
     @Test("LIFE-4: back from a pause with a retry pending for an explicit request, the refresh starts at once")
     func LIFE4_pauseReturnWithRetryPending() {

@@ -5,7 +5,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Provider lifetime and the production scheduler", .offPool)
+@Suite("Provider lifetime and the production scheduler", .offPool, .timeLimit(.minutes(1)))
 struct LifetimeTests {
     @Test("a provider its owner drops stops: no timer left, the fetch in flight cancelled, nothing fetched after")
     func droppedProviderStops() {

@@ -4,7 +4,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Loading tokens (OBJ-3, TOK-8)", .offPool)
+@Suite("Loading tokens (OBJ-3, TOK-8)", .offPool, .timeLimit(.minutes(1)))
 struct LoadingTests {
     private static let origin = Date(timeIntervalSince1970: 1_700_000_000)
 
@@ -123,5 +123,24 @@ struct LoadingTests {
         #expect(harness.provider.status().refresh.consecutiveFailures == 0)
         harness.advance(to: 300.15)
         #expect(harness.service.callTimes == seconds(0, 0.1, 300.15))
+    }
+
+    @Test("RET-1, RET-6: a token loaded while a fetch is in flight is no success: when that fetch fails, the backoff goes on and the failures still count")
+    func RET6_loadDuringAFailingFetchIsNoSuccess() {
+        let harness = Harness(then: .fail(ScriptedTokenFetcher.outage), latency: .seconds(1))
+        // Attempts at 0, 1.1 (after 100 ms), 2.3 (after 200 ms); each fails a second later.
+        harness.advance(to: 2.5)
+        #expect(harness.service.callTimes == seconds(0, 1.1, 2.3))
+        harness.provider.loadTokenIntoProvider("handed-in")
+        harness.scheduler.runUntilIdle()
+        #expect(harness.provider.getToken()?.value == "handed-in", "cached at once")
+        harness.advance(to: 3.3)
+        let status = harness.provider.status()
+        #expect(status.refresh.consecutiveFailures == 3, "the third failure counts on from two, not from a reset")
+        // RET-1: the third retry waits 400 ms, not the first retry's 100 ms.
+        harness.advance(to: 3.65)
+        #expect(harness.service.callTimes == seconds(0, 1.1, 2.3))
+        harness.advance(to: 3.7)
+        #expect(harness.service.callTimes == seconds(0, 1.1, 2.3, 3.7))
     }
 }

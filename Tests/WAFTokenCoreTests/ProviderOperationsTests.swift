@@ -5,7 +5,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Provider operations the daemon relies on", .offPool)
+@Suite("Provider operations the daemon relies on", .offPool, .timeLimit(.minutes(1)))
 struct ProviderOperationsTests {
     private static let origin = Date(timeIntervalSince1970: 1_700_000_000)
 

@@ -7,7 +7,7 @@ import WAFTestTraits
 
 /// TOK-1's last sentence: whoever is told of a token (a callback, an observer, a socket client)
 /// reads that token, or a newer one, from `getToken()` afterwards, never the one before.
-@Suite("Getting a token: told only once it can be read", .offPool)
+@Suite("Getting a token: told only once it can be read", .offPool, .timeLimit(.minutes(1)))
 struct PublicationOrderTests {
     @Test("TOK-1: a new token is in the cache before any callback or observer is told of it")
     func TOK1_cacheHoldsTheTokenBeforeAnyoneIsTold() {

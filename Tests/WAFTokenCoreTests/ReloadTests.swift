@@ -5,7 +5,7 @@ import WAFTokenCoreTestKit
 import WAFTestTraits
 
 /// The Reload rules of the daemon's contract, as the provider keeps them (docs/rules.md, Reload).
-@Suite("Reload", .offPool)
+@Suite("Reload", .offPool, .timeLimit(.minutes(1)))
 struct ReloadTests {
     private static let otherDomain = try! WAFConfiguration(
         applicationIntegrationUrl: "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/",

@@ -5,7 +5,7 @@ import WAFTestTraits
 
 private let outage = ScriptedTokenFetcher.outage
 
-@Suite("Retries", .offPool)
+@Suite("Retries", .offPool, .timeLimit(.minutes(1)))
 struct RetryTests {
     @Test("RET-1: backoff starts at 100 ms and doubles")
     func RET1_backoffStartsAt100msAndDoubles() {

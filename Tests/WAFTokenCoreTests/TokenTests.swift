@@ -5,7 +5,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Token and provider objects", .offPool)
+@Suite("Token and provider objects", .offPool, .timeLimit(.minutes(1)))
 struct ObjectTests {
     @Test("OBJ-1: a token holds its value and when it was fetched, and never shows the value")
     func OBJ1_tokenValueAndFetchTimes() throws {

@@ -132,6 +132,7 @@ struct EndToEndTests {
             FaultRule(kind: .expired, target: .verify, count: 100),
             FaultRule(kind: .stall, count: 100),
             FaultRule(kind: .body, target: .verify, count: 100, body: #"{"token": 42}"#),
+            FaultRule(kind: .trickle, count: 100, intervalMilliseconds: 200),
         ]
         for fault in faults {
             try await fixture.service.reset()
@@ -144,6 +145,22 @@ struct EndToEndTests {
         let renewed = try await fixture.provider.refreshToken()
         #expect(renewed.value != good.value)
         #expect(fixture.provider.getToken() == renewed)
+        await fixture.stop()
+    }
+
+    @Test("RET-1 over the wire: a service that trickles its answer a byte at a time fails the attempt within tokenService.timeoutSec, head and body together")
+    func RET1_tricklingServiceEndsTheAttempt() async throws {
+        let fixture = try Fixture(timeout: .seconds(1))
+        // 1,000 bytes, one every 200 ms: never silent for a whole second, done only after 200 s.
+        try await fixture.service.arm(FaultRule(kind: .trickle, target: .inputs, count: 1, intervalMilliseconds: 200))
+        let clock = ContinuousClock()
+        let started = clock.now
+        await expectSdkError("errorInvokingGetChallengeEndpoint", saying: "within 1.0 s") { try await fixture.fetchOnce() }
+        let attempt = clock.now - started
+        // The timeout, and a generous margin for a loaded machine; far below the 200 s of trickling.
+        #expect(attempt >= .seconds(1) && attempt < .seconds(10), "\(attempt)")
+        // The next attempt is a plain one.
+        _ = try await fixture.fetchOnce()
         await fixture.stop()
     }
 

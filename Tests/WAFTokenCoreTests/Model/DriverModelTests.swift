@@ -8,7 +8,7 @@ import WAFTestTraits
 /// The random sequences again, against `WAFTokenProvider` itself (the driver executing the
 /// machine's actions) on the virtual scheduler, checked from outside: what the token service saw,
 /// what callers got, what was stored, and that nothing is left once the provider is released.
-@Suite("Model-based: random sequences against the driver", .offPool)
+@Suite("Model-based: random sequences against the driver", .offPool, .timeLimit(.minutes(1)))
 struct DriverModelTests {
     @Test("TOK-4, TOK-6, LIFE-2 and the reload rules hold through the driver; a released provider leaves nothing behind")
     func randomSequencesThroughTheDriver() {
@@ -59,6 +59,10 @@ private struct ProbingFetcher: WAFTokenFetcher {
 }
 
 private struct DriverRun {
+    /// Eight times what a run of the rules needs (at most 243 jobs in 200 runs, measured); far below
+    /// what a provider re-arming every few seconds through a scenario's hours makes.
+    static let jobBudget = 2_000
+
     let scenario: Scenario
 
     init(seed: UInt64) {
@@ -120,6 +124,12 @@ private struct DriverRun {
                 case .stop: provider.shutdown()
                 }
                 scheduler.runUntilIdle()
+                // A provider that re-arms far too often (a refresh every few seconds) would keep this
+                // run busy for minutes of real time: it fails here instead, at once.
+                if scheduler.jobsRun > Self.jobBudget {
+                    outside.problem("over \(Self.jobBudget) scheduler jobs by t=\(scheduler.now): a timer re-arms far too often (RET-6, RET-2?)")
+                    break
+                }
             }
             provider.shutdown()
             scheduler.runUntilIdle()

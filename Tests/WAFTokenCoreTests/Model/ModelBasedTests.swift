@@ -8,7 +8,7 @@ import WAFTestTraits
 /// transition. CI runs a few thousand; `WAF_MODEL_SEQUENCES=1000000` runs a million, and a failure
 /// prints its seed and the shrunk steps, which `WAF_MODEL_SEED=<seed> WAF_MODEL_SEQUENCES=1`
 /// replays exactly.
-@Suite("Model-based: random sequences against the rules", .offPool)
+@Suite("Model-based: random sequences against the rules", .offPool, .timeLimit(.minutes(1)))
 struct ModelBasedTests {
 
     @Test("TOK-4, TOK-5, TOK-6, TOK-7, TOK-8, RET-1, RET-2, RET-6, RET-7, LIFE-2, LIFE-3 and the reload rules hold after every step of every random sequence")

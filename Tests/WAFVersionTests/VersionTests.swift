@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import WAFTestSupport
-import WAFTokenDaemon
+import WAFVersion
 import WAFTestTraits
 
 @Suite("Version", .offPool)
@@ -10,7 +10,9 @@ struct VersionTests {
     func versionIsThePackages() async throws {
         let changelog = try String(contentsOf: repositoryDirectory.appendingPathComponent("deploy/debian/changelog"), encoding: .utf8)
         let packaged = String(changelog.prefix { $0 != "\n" }.drop { $0 != "(" }.dropFirst().prefix { $0 != ")" })
-        #expect(Daemon.version == packaged)
+        #expect(WAFTokendVersion.current == packaged)
+        let parts = packaged.split(separator: ".")
+        #expect(parts.count == 3 && parts.allSatisfy { Int($0) != nil }, "MAJOR.MINOR.PATCH, as Debian compares versions")
         for executable in ["waf-tokend", "waf-tokenctl", "waf-token-service"] {
             let printed = try await run(productsDirectory.appendingPathComponent(executable).path, ["--version"])
             #expect(printed.stdout == packaged + "\n", "\(executable) --version")

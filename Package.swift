@@ -56,13 +56,15 @@ let package = Package(
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // OpenSSL's libcrypto for the proof-of-work hot loops (WAFChallenge/NonceHasher.swift).
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // timerfd, which Swift's Glibc module leaves out: the provider's timers on CLOCK_BOOTTIME (TOK-9).
+        .systemLibrary(name: "CLinuxTimers"),
 
         // The SDK core: configuration, token, the provider's decisions (a pure state machine) and
         // their Dispatch-driven driver, cookies. No I/O of its own.
         .target(
             name: "WAFTokenCore",
             dependencies: [
-                "CLibPSL", logging, .product(name: "Crypto", package: "swift-crypto"),
+                "CLibPSL", "CLinuxTimers", logging, .product(name: "Crypto", package: "swift-crypto"),
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex
                 // on Linux, whose lock lives in the uninstrumented standard library.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

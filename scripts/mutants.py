@@ -25,8 +25,11 @@ MUTANTS = [
     ("Machine/RetrySchedule.swift", "maximum.scaled(by: floor + (1 - floor) * unit)", "maximum.scaled(by: 1 + (1 - floor) * unit)", "RET-7 jitter lengthens"),
     ("Machine/RetrySchedule.swift", "min(1, max(0, randomUnit))", "randomUnit", "RET-7 unclamped randomness"),
     ("Machine/RetrySchedule.swift", "guard jitter else { return maximum }", "", "RET-7 jitter cannot be turned off"),
-    ("Machine/Freshness.swift", "alwaysStale || (staleOnceOld && age > delay)", "alwaysStale || (staleOnceOld && age >= delay)", "TOK-7 boundary"),
-    ("Machine/Freshness.swift", "alwaysStale || (staleOnceOld && age > delay)", "staleOnceOld && age > delay", "TOK-7/LIFE-3 paused reads fresh"),
+    ("Machine/Freshness.swift", "guard age > delay else { return false }", "guard age >= delay else { return false }", "TOK-7 boundary"),
+    ("Machine/Freshness.swift", "if alwaysStale { return true }", "", "TOK-7/LIFE-3 paused reads fresh"),
+    ("Machine/Freshness.swift", "if refreshInFirstAttempt { return false }", "", "TOK-7 stale during its first attempt"),
+    ("Machine/Freshness.swift", "return now > due + Self.lateTimerTolerance", "return false", "TOK-9 a late timer trusted"),
+    ("Machine/Freshness.swift", "lateTimerTolerance = Duration.seconds(1)", "lateTimerTolerance = Duration.seconds(3)", "TOK-9 tolerance"),
     ("Machine/ProviderMachine.swift", "staleOnceOld: !backgroundRefresh || refreshFellBehind", "staleOnceOld: refreshFellBehind", "TOK-2/7 on-demand token never stale"),
     ("Machine/ProviderMachine.swift", "staleOnceOld: !backgroundRefresh || refreshFellBehind", "staleOnceOld: true", "TOK-7 stale during a routine refresh"),
     ("Machine/ProviderMachine+Attempts.swift", "        consecutiveFailures += 1\n        refreshFellBehind = true", "        consecutiveFailures += 1", "TOK-7 failed refresh reads fresh"),
@@ -60,7 +63,8 @@ MUTANTS = [
     ("Machine/ProviderMachine+Reconfigure.swift", "for waiter in pending { answer(waiter, .failure(.unexpected(WAFProviderShutDownError()))) }", "", "TOK-6 waiters forgotten at stop"),
     ("Driver/ProviderDriver.swift", "fetches.removeValue(forKey: id)?.cancel()", "_ = fetches.removeValue(forKey: id)", "driver: fetch never cancelled"),
     ("Driver/WAFTokenProvider.swift", "            driver.send(.stop)\n            driver.finishObservers()\n        }\n    }\n\n    /// The configuration", "            driver.finishObservers()\n        }\n    }\n\n    /// The configuration", "driver: a dropped provider goes on"),
-    ("Driver/DispatchScheduler.swift", "deadline: .now() + .nanoseconds(Int(max(0, delay.nanoseconds)))", "deadline: .now() + .nanoseconds(Int(max(0, delay.nanoseconds)) * 10)", "driver: timers 10x late"),
+    ("Driver/DispatchScheduler.swift", "timers.schedule(at: BoottimeTimers.now() + max(0, delay.nanoseconds), work)", "timers.schedule(at: BoottimeTimers.now() + max(0, delay.nanoseconds) * 10, work)", "driver: timers 10x late"),
+    ("Driver/BoottimeTimers.swift", "sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }", "sorted { ($0.value.deadline, $0.key) > ($1.value.deadline, $1.key) }", "driver: timers due together out of order"),
     ("Cookies/WAFCookie.swift", "if request.count == cookie.count || cookie.last == UInt8(ascii: \"/\") { return true }", "if request.count == cookie.count { return true }", "COOK-1 trailing slash"),
     ("Cookies/WAFCookie.swift", "return request.dropFirst(cookie.count).first == UInt8(ascii: \"/\")", "return true", "COOK-1 prefix without a slash"),
     ("Cookies/WAFCookieManager.swift", "guard state.settings.setTokenCookie else { return nil }", "", "COOK-2 cookie when off"),
@@ -90,8 +94,9 @@ let package = Package(
     ],
     targets: [
         .systemLibrary(name: "CLibPSL", pkgConfig: "libpsl"),
+        .systemLibrary(name: "CLinuxTimers"),
         .target(name: "WAFTokenCore", dependencies: [
-            "CLibPSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
+            "CLibPSL", "CLinuxTimers", .product(name: "Crypto", package: "swift-crypto"), .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
         .target(name: "WAFTokenCoreTestKit", dependencies: ["WAFTokenCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
@@ -107,7 +112,7 @@ let package = Package(
 
 
 def prepare():
-    for part in ["Sources/CLibPSL", "Sources/WAFTokenCore", "Sources/WAFTokenCoreTestKit", "Sources/WAFTestTraits", "Tests/WAFTokenCoreTests"]:
+    for part in ["Sources/CLibPSL", "Sources/CLinuxTimers", "Sources/WAFTokenCore", "Sources/WAFTokenCoreTestKit", "Sources/WAFTestTraits", "Tests/WAFTokenCoreTests"]:
         target = PACKAGE / part
         if target.exists():
             shutil.rmtree(target)

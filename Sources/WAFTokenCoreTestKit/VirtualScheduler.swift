@@ -98,6 +98,16 @@ public final class VirtualScheduler: WAFScheduler, @unchecked Sendable {
         }
     }
 
+    /// The machine sleeps for `duration`, or the process is stopped that long: every clock moves
+    /// on and nothing runs meanwhile. What fell due runs at the next `advance` or `runUntilIdle`,
+    /// as a timer on a clock that counts suspend fires on waking (TOK-9).
+    public func suspend(for duration: Duration) {
+        condition.withLock {
+            waitUntilSettled()
+            current = current + duration
+        }
+    }
+
     /// Runs everything due now, including what that work submits for now.
     public func runUntilIdle() {
         advance(by: .zero)

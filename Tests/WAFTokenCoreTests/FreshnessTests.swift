@@ -4,7 +4,7 @@ import Testing
 import WAFTokenCoreTestKit
 import WAFTestTraits
 
-@Suite("Freshness (TOK-7)", .offPool, .timeLimit(.minutes(1)))
+@Suite("Freshness (TOK-7, TOK-9)", .offPool, .timeLimit(.minutes(1)))
 struct FreshnessTests {
     @Test("TOK-7: with jitter off the refresh falls due exactly at tokenRefreshDelaySec, and the token stays fresh while it runs")
     func TOK7_freshDuringTheRoutineRefresh() throws {
@@ -72,5 +72,51 @@ struct FreshnessTests {
         harness.advance(to: 303)
         #expect(harness.provider.cachedToken()?.stale == false)
         #expect(harness.provider.cachedToken()?.token.value == "token-2")
+    }
+
+    @Test("TOK-9: after an hour's sleep the token is stale at once, before any timer has fired; the due refresh runs on waking")
+    func TOK9_suspendCounts() throws {
+        let harness = Harness(latency: .seconds(1))
+        harness.advance(to: 100)
+        #expect(harness.service.callTimes == seconds(0), "token-1 at 1 s; its refresh is due at 301 s")
+        harness.scheduler.suspend(for: .seconds(3600))
+        // Waking: every clock moved on, and nothing has run yet.
+        let woken = try #require(harness.provider.cachedToken())
+        #expect(woken.age == .seconds(3699))
+        #expect(woken.stale, "its due refresh has not started: an hour-old token is not reported fresh")
+        harness.scheduler.runUntilIdle()
+        #expect(harness.service.callTimes == seconds(0, 3700), "the refresh runs on waking, not an hour late")
+        #expect(harness.provider.cachedToken()?.stale == false, "its refresh in its first attempt (TOK-7)")
+        harness.advance(to: 3701)
+        #expect(harness.provider.cachedToken()?.token.value == "token-2")
+        #expect(harness.provider.cachedToken()?.stale == false)
+    }
+
+    @Test("TOK-9: a refresh that starts late by less than the tolerance keeps the token fresh; by more, the token reads stale until it starts")
+    func TOK9_lateTimerTolerance() throws {
+        let harness = Harness(latency: .seconds(1))
+        harness.advance(to: 300.9)
+        // The process is held for half a second across the refresh's due time (301 s): a late timer.
+        harness.scheduler.suspend(for: .milliseconds(500))
+        #expect(harness.provider.cachedToken()?.stale == false, "300.4 s old, its refresh 0.4 s late: within the tolerance")
+        harness.scheduler.suspend(for: .milliseconds(700))
+        #expect(harness.provider.cachedToken()?.stale == true, "301.1 s old, its refresh 1.1 s late and not started")
+        harness.scheduler.runUntilIdle()
+        #expect(harness.service.callTimes == seconds(0, 302.1))
+        #expect(harness.provider.cachedToken()?.stale == false)
+    }
+
+    @Test("TOK-9: inactive through a long sleep, the token is stale on waking and refresh is paused once the pause timer runs")
+    func TOK9_suspendWhileInactive() throws {
+        let harness = Harness(latency: .seconds(1))
+        harness.advance(to: 10)
+        harness.setLifecycle(.background)
+        harness.scheduler.suspend(for: .seconds(7200))
+        #expect(harness.provider.cachedToken()?.stale == true)
+        harness.scheduler.runUntilIdle()
+        #expect(harness.provider.status().lifecycle.paused)
+        #expect(harness.service.callTimes == seconds(0), "nothing fetched while inactive (LIFE-2)")
+        harness.setLifecycle(.foreground)
+        #expect(harness.service.callTimes == seconds(0, 7210), "refreshed at once on return (LIFE-4)")
     }
 }

@@ -51,6 +51,24 @@ struct LifetimeTests {
         #expect(scheduler.executeAndWait { 42 } == 42)
     }
 
+    @Test("TOK-9: timers that fell due together (the state queue was held) fire in deadline order")
+    func dispatchSchedulerTimersDueTogether() async {
+        let scheduler = DispatchScheduler(label: "together")
+        let fired = NIOLockedValueBox<[Int]>([])
+        let (done, signal) = AsyncStream.makeStream(of: Void.self)
+        // Held past every deadline, as a stopped process or a machine asleep would be.
+        scheduler.execute { usleep(200_000) }
+        for (index, milliseconds) in [30, 10, 20].enumerated() {
+            _ = scheduler.schedule(after: .milliseconds(milliseconds)) {
+                let count = fired.withLockedValue { $0.append(index); return $0.count }
+                if count == 3 { signal.yield() }
+            }
+        }
+        let finished = await within(.seconds(10)) { for await _ in done { break } }
+        #expect(finished, "the timers fired within 10 s")
+        #expect(fired.value == [1, 2, 0], "10 ms, 20 ms, then 30 ms")
+    }
+
     @Test("the Dispatch scheduler's clock follows real time, and its wall clock the system's")
     func dispatchSchedulerClock() async throws {
         let scheduler = DispatchScheduler(label: "clock")

@@ -6,23 +6,39 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The production scheduler: a serial queue owns the provider's state, `DispatchSourceTimer`s fire
-/// on it, callbacks run on a concurrent background queue, fetches run as detached tasks.
+/// The production scheduler: a serial queue owns the provider's state, timers fire on it,
+/// callbacks run on a concurrent background queue, fetches run as detached tasks.
+///
+/// Time is `CLOCK_BOOTTIME`, and so are the timers (`BoottimeTimers`): both count the time the
+/// machine spends suspended, so a token's age is its age and a refresh due during a sleep runs as
+/// soon as the machine wakes (TOK-9).
 public final class DispatchScheduler: WAFScheduler {
     /// The serial queue that owns the provider's state.
     public let stateQueue: DispatchQueue
     private let callbackQueue: DispatchQueue
-    private let origin = ContinuousClock.now
     private let stateQueueKey = DispatchSpecificKey<Void>()
+    #if os(Linux)
+    private let timers: BoottimeTimers
+    private let origin = BoottimeTimers.now()
+    #else
+    private let origin = ContinuousClock.now
+    #endif
 
     public init(label: String = "waf-token-provider") {
         stateQueue = DispatchQueue(label: "\(label).state")
         callbackQueue = DispatchQueue(label: "\(label).callbacks", attributes: .concurrent)
+        #if os(Linux)
+        timers = BoottimeTimers(queue: stateQueue)
+        #endif
         stateQueue.setSpecific(key: stateQueueKey, value: ())
     }
 
     public var now: MonotonicInstant {
+        #if os(Linux)
+        MonotonicInstant(sinceOrigin: .nanoseconds(BoottimeTimers.now() - origin))
+        #else
         MonotonicInstant(sinceOrigin: ContinuousClock.now - origin)
+        #endif
     }
 
     public var wallClockNow: Date { Date() }
@@ -39,17 +55,21 @@ public final class DispatchScheduler: WAFScheduler {
     }
 
     public func schedule(after delay: Duration, _ work: @escaping @Sendable () -> Void) -> WAFCancellable {
-        // A dispatch source is thread-safe (cancel from anywhere), but not marked Sendable on Linux.
-        nonisolated(unsafe) let timer = DispatchSource.makeTimerSource(queue: stateQueue)
+        #if os(Linux)
         // No leeway: a refresh deadline is a maximum (RET-7), it must not drift later.
-        timer.schedule(
-            deadline: .now() + .nanoseconds(Int(max(0, delay.nanoseconds))), leeway: .nanoseconds(0))
+        let id = timers.schedule(at: BoottimeTimers.now() + max(0, delay.nanoseconds), work)
+        return WAFCancellable { [timers] in timers.cancel(id) }
+        #else
+        // A dispatch source is thread-safe (cancel from anywhere), but not marked Sendable.
+        nonisolated(unsafe) let timer = DispatchSource.makeTimerSource(queue: stateQueue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(max(0, delay.nanoseconds))), leeway: .nanoseconds(0))
         timer.setEventHandler {
             timer.cancel()
             work()
         }
         timer.resume()
         return WAFCancellable { timer.cancel() }
+        #endif
     }
 
     public func deliver(_ work: @escaping @Sendable () -> Void) {

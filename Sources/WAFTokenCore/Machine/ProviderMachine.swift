@@ -91,15 +91,17 @@ public struct ProviderMachine: Sendable {
         RetrySchedule(configuration: configuration, jitter: settings.jitter, randomUnit: clock.randomUnit)
     }
 
-    /// TOK-7, for the cached token now.
+    /// TOK-7 and TOK-9, for the cached token now.
     var freshness: Freshness {
         Freshness(
             alwaysStale: paused || cached?.loadedStale == true,
-            staleOnceOld: !backgroundRefresh || refreshFellBehind)
+            staleOnceOld: !backgroundRefresh || refreshFellBehind,
+            refreshInFirstAttempt: fetch.map { !$0.cancelled } ?? false,
+            refreshDueAt: next?.at)
     }
 
     func isFresh(_ token: CachedToken) -> Bool {
-        !freshness.isStale(age: token.token.age(at: now), delay: configuration.tokenRefreshDelay)
+        !freshness.isStale(age: token.token.age(at: now), delay: configuration.tokenRefreshDelay, now: now)
     }
 
     /// A monotonic instant on the wall clock, for what people read.

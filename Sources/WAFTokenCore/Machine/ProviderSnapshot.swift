@@ -13,7 +13,7 @@ public struct ProviderSnapshot: Sendable, Hashable {
     public func cachedToken(at now: MonotonicInstant) -> (token: WAFToken, age: Duration, stale: Bool)? {
         guard let token else { return nil }
         let age = token.age(at: now)
-        return (token, age, freshness.isStale(age: age, delay: configuration.tokenRefreshDelay))
+        return (token, age, freshness.isStale(age: age, delay: configuration.tokenRefreshDelay, now: now))
     }
 }
 

@@ -12,6 +12,28 @@ public enum ProcessReadings {
     public static func openDescriptors(_ pid: Int32) -> Int? {
         (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd"))?.count
     }
+
+    /// CPU time used so far (user and system, every thread), from /proc/PID/stat.
+    public static func cpuTime(_ pid: Int32) -> Duration? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let end = stat.lastIndex(of: ")")
+        else { return nil }
+        // After the command's closing parenthesis: state is field 3, utime 14 and stime 15.
+        let fields = stat[stat.index(after: end)...].split(separator: " ")
+        guard fields.count > 13, let user = Int(fields[11]), let system = Int(fields[12]) else { return nil }
+        let ticks = sysconf(Int32(_SC_CLK_TCK))
+        return .milliseconds((user + system) * 1000 / max(ticks, 1))
+    }
+
+    /// The share of one core `pid` used over `interval` of real time.
+    public static func coreShare(_ pid: Int32, over interval: Duration) async throws -> Double {
+        let clock = ContinuousClock()
+        guard let before = cpuTime(pid) else { return .nan }
+        let started = clock.now
+        try await Task.sleep(for: interval)
+        guard let after = cpuTime(pid) else { return .nan }
+        return (after - before) / (clock.now - started)
+    }
 }
 
 /// A memory cgroup with a limit, as systemd's `MemoryMax=` makes one: cgroup v2 where the host

@@ -135,7 +135,7 @@ struct ConfigurationLoaderTests {
             case .list: shapes = ["{a: 1}": "is a map, not a list", "[[x]]": "holds a list, not a user or group name or id"]
             case .bool: shapes["5"] = "is a number, not a boolean"; shapes["\"true\""] = "is a string, not a boolean"; shapes["null"] = "is null"
             case .integer: shapes["\"5\""] = "is a string, not an integer"; shapes["true"] = "is a boolean, not an integer"; shapes["null"] = "is null"
-            case .absolutePath, .choice: shapes["5"] = "is a number, not a string"; shapes["true"] = "is a boolean, not a string"
+            case .absolutePath, .socketPath, .choice: shapes["5"] = "is a number, not a string"; shapes["true"] = "is a boolean, not a string"
             case .octalMode: shapes["true"] = "is a boolean, not a string"
             case .provider(let key):
                 shapes["null"] = "is null"
@@ -206,6 +206,41 @@ struct ConfigurationLoaderTests {
         let deep = problems(try load(yaml: String(repeating: "[", count: 200) + String(repeating: "]", count: 200)))
         #expect(deep.count == 1 && (deep[0].contains("deeper than") || deep[0].contains("not valid YAML")), "\(deep)")
         #expect(clock.now - started < .seconds(10), "bounded")
+    }
+
+    @Test("limits hold as the file is parsed: nesting that never closes, up to the 1 MiB limit, is refused in well under a second")
+    func hostileNestingRefusedAtOnce() throws {
+        // 50,000 unclosed `[` kept libyaml busy 12.6 s when the limits were checked after it had parsed.
+        let hostile = [
+            String(repeating: "[", count: 50_000), String(repeating: "[", count: (1 << 20) - 1),
+            String(repeating: "{a: ", count: 40_000), String(repeating: "- ", count: 20_000) + "x",
+        ]
+        for text in hostile {
+            let clock = ContinuousClock()
+            let started = clock.now
+            let refused = problems(try load(yaml: text))
+            let took = clock.now - started
+            #expect(refused.count == 1 && refused[0].contains("nests deeper than 32 levels"), "\(refused)")
+            // Measured: about 10 ms each; a loaded machine gets a generous margin, not seconds.
+            #expect(took < .seconds(1), "\(text.prefix(8))…: \(took)")
+        }
+    }
+
+    @Test("a socket path longer than a Unix socket address holds is refused at configuration time, naming the key and the limit")
+    func socketPathTooLong() async throws {
+        let fits = "/" + String(repeating: "s", count: 106)
+        #expect(problems(try load(cli: ["socket.path": fits, "proxy.listen": fits + ".p"], yaml: required)).count == 1, "107 bytes fit")
+        let refused = problems(try load(cli: ["socket.path": fits + "x", "proxy.listen": fits + "x"], yaml: required))
+        #expect(refused.count == 2, "\(refused)")
+        #expect(refused.first?.hasPrefix("socket.path: ") == true && refused.first?.contains("is 108 bytes long; a Unix socket address holds at most 107") == true)
+        #expect(refused.last?.hasPrefix("proxy.listen: ") == true && refused.last?.contains("at most 107") == true)
+        // --check-config finds it, and the daemon exits 78 before it binds anything.
+        let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
+        let arguments = ["--config", "/dev/null", "--application-integration-url", url, "--domain-name", "example.com", "--socket-path", fits + "x"]
+        for extra in [["--check-config"], []] {
+            let result = try await run(daemon, extra + arguments)
+            #expect(result.status == 78 && result.stderr.contains("socket.path"), "\(extra): \(result.status) \(result.stderr)")
+        }
     }
 
     @Test("a configuration from a pipe, as `--config <(generate)` and systemd credentials give it")

@@ -28,7 +28,7 @@ public struct KeyOptions: ParsableArguments, CustomReflectable {
         case .bool: "true|false"
         case .integer: "n"
         case .choice(let values): values.joined(separator: "|")
-        case .absolutePath: "path"
+        case .absolutePath, .socketPath: "path"
         case .octalMode: "mode"
         case .list: "names"
         case .provider, .listenAddress, .url: "value"

@@ -8,6 +8,8 @@ public struct KeySpec: Sendable, Hashable {
         case provider(WAFConfigurationKey)
         case choice([String])
         case absolutePath
+        /// An absolute path a Unix socket address can hold (`ListenAddress.maximumPathBytes`).
+        case socketPath
         /// An octal file mode such as "0660".
         case octalMode
         /// User or group names or numeric ids.
@@ -57,11 +59,12 @@ public struct KeySpec: Sendable, Hashable {
         case .provider(let key): key.allowed()
         case .choice(let values): "one of " + values.joined(separator: ", ")
         case .absolutePath: "an absolute path"
+        case .socketPath: "an absolute path of at most \(ListenAddress.maximumPathBytes) bytes (what a Unix socket address holds)"
         case .octalMode: "an octal file mode such as \"0660\" (0000…0777)"
         case .list: "a list of user or group names or numeric ids"
         case .bool: "true or false"
         case .integer(let range): "an integer \(range.lowerBound)…\(range.upperBound)"
-        case .listenAddress: "a Unix socket path, or a loopback address with a port (127.0.0.1:8089, [::1]:8089)"
+        case .listenAddress: "a Unix socket path of at most \(ListenAddress.maximumPathBytes) bytes, or a loopback address with a port (127.0.0.1:8089, [::1]:8089)"
         case .url: "an absolute https URL (http only to a loopback host)"
         }
     }

@@ -11,7 +11,7 @@ public enum Keys {
         "lifecycle.platform", WAFLifecycleProfile.ios,
         help: "Which lifecycle states are active: ios (foreground only) or android (unless closed).")
     public static let socketPath = path(
-        "socket.path", default: "/run/waf-tokend/token.sock", help: "The Unix socket the API is served on.", reload: false)
+        "socket.path", kind: .socketPath, default: "/run/waf-tokend/token.sock", help: "The Unix socket the API is served on.", reload: false)
     public static let socketMode = mode("socket.mode", default: "0660", help: "The socket file's mode.", reload: false)
     public static let socketAllowedUsers = list(
         "socket.allowedUsers", help: "Users who may use the socket (names or uids); empty: anyone the mode lets in.")
@@ -94,8 +94,8 @@ public enum Keys {
             appliesOnReload: true)
     }
 
-    static func path(_ name: String, default value: String, help: String, reload: Bool = true) -> SettingKey<String> {
-        SettingKey(spec: .init(name: name, kind: .absolutePath, defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: reload)) {
+    static func path(_ name: String, kind: KeySpec.Kind = .absolutePath, default value: String, help: String, reload: Bool = true) -> SettingKey<String> {
+        SettingKey(spec: .init(name: name, kind: kind, defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: reload)) {
             if case .text(let text)? = $0 { text } else { value }
         }
     }

@@ -3,6 +3,9 @@ import WAFTokenCore
 /// Where a listener listens: a Unix socket path, or a loopback address with a port. Anything else
 /// (an address other hosts can reach) is refused: the token is a bearer secret.
 public enum ListenAddress: Sendable, Hashable, CustomStringConvertible {
+    /// The longest path a Unix socket address holds on Linux: `sun_path` is 108 bytes with its NUL.
+    public static let maximumPathBytes = 107
+
     case unix(String)
     case loopback(host: String, port: Int)
 

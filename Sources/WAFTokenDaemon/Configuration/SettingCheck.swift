@@ -116,6 +116,8 @@ enum SettingCheck {
         case .absolutePath:
             if !text.hasPrefix("/") { return .failure(Problem("is not an absolute path")) }
             return text.utf8.contains(0) ? .failure(Problem("holds a NUL byte")) : .success(.text(text))
+        case .socketPath:
+            return daemon(text, .absolutePath).flatMap { _ in socketPathFits(text).map { .failure($0) } ?? .success(.text(text)) }
         case .octalMode:
             guard let mode = octal(text) else { return .failure(Problem("is not an octal mode")) }
             return mode <= 0o777 ? .success(.mode(mode)) : .failure(Problem("is out of range"))
@@ -129,12 +131,21 @@ enum SettingCheck {
             guard let number = Int(text.trimmingWhitespace) else { return .failure(Problem("is not an integer")) }
             return range.contains(number) ? .success(.int(number)) : .failure(Problem("is out of range"))
         case .listenAddress:
+            if text.hasPrefix("/"), let tooLong = socketPathFits(text) { return .failure(tooLong) }
             return ListenAddress(text).map { _ in .success(.text(text)) } ?? .failure(Problem("is neither a Unix socket path nor a loopback address with a port"))
         case .url:
             return text.contains("://") ? .success(.text(text)) : .failure(Problem("is not an absolute URL"))
         case .provider, .list:
             preconditionFailure("checked elsewhere")
         }
+    }
+
+    /// A socket path longer than `sockaddr_un` holds cannot be bound: refused here, at configuration
+    /// time (78, naming the key), not as a failed bind after start.
+    private static func socketPathFits(_ path: String) -> Problem? {
+        let bytes = path.utf8.count
+        guard bytes > ListenAddress.maximumPathBytes else { return nil }
+        return Problem("is \(bytes) bytes long; a Unix socket address holds at most \(ListenAddress.maximumPathBytes)")
     }
 
     /// "0660", "660" or "0o660".

@@ -15,7 +15,7 @@ final class ProxyServer: Sendable {
         logger: Logger
     ) throws(DaemonFailure) {
         let gate = LoopGate()
-        listener = Listener(threads: settings.threads, gate: gate)
+        listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
         self.settings = settings
         context = try ProxyContext(
             provider: provider, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
@@ -48,10 +48,12 @@ final class ProxyServer: Sendable {
         try pipeline.addHandler(BackPressureHandler())
         let connection = ConnectionState()
         try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
+        let tap = RequestLineTap()
+        try pipeline.addHandler(tap)
         try pipeline.addHandler(HTTPResponseEncoder())
         try pipeline.addHandler(SocketPipeline.makeDecoder())
         try pipeline.addHandler(HTTPServerPipelineHandler())
-        try pipeline.addHandler(ProtocolErrorHandler(metrics: proxy.metrics))
+        try pipeline.addHandler(ProtocolErrorHandler(metrics: proxy.metrics, tap: tap))
         try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))
     }
 }

@@ -1,3 +1,4 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -8,11 +9,13 @@ import Glibc
 
 /// A listening socket and its connections, for the API socket and the proxy alike: it binds a
 /// Unix socket path (replacing a stale socket file, refusing to steal a live one), a loopback
-/// address, or a socket systemd passed; and stops gracefully: no new connections, the requests in
-/// flight answered within a bound, then everything closed.
+/// address, or a socket systemd passed; stops accepting at the descriptor limit instead of spinning
+/// (`AcceptLimitHandler`); and stops gracefully: no new connections, the requests in flight
+/// answered within a bound, then everything closed.
 final class Listener: Sendable {
     private struct State {
         var channel: (any Channel)?
+        var limiter: NIOLoopBound<AcceptLimitHandler>?
         var connections: [ObjectIdentifier: any Channel] = [:]
         /// The path was created here and is removed on stop; an inherited socket is not.
         var ownedPath: String?
@@ -22,10 +25,14 @@ final class Listener: Sendable {
     private let group: MultiThreadedEventLoopGroup
     private let connectionsChanged: @Sendable (Int) -> Void
     private let gate: LoopGate
+    private let name: String
+    private let logger: Logger
 
-    init(threads: Int, gate: LoopGate, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
+    init(name: String, threads: Int, gate: LoopGate, logger: Logger, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        self.name = name
         self.gate = gate
+        self.logger = logger
         self.connectionsChanged = connectionsChanged
     }
 
@@ -40,6 +47,14 @@ final class Listener: Sendable {
     func start(_ address: Address, configure: @escaping @Sendable (any Channel) throws -> Void) async throws(DaemonFailure) {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
+            .serverChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let limiter = AcceptLimitHandler(listener: name, logger: logger)
+                    try channel.pipeline.syncOperations.addHandler(limiter)
+                    let bound = NIOLoopBound(limiter, eventLoop: channel.eventLoop)
+                    state.withLockedValue { $0.limiter = bound }
+                }
+            }
             .childChannelOption(.allowRemoteHalfClosure, value: false)
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -104,12 +119,14 @@ final class Listener: Sendable {
             return state.connections.count
         }
         connectionsChanged(count)
-        channel.closeFuture.whenComplete { [state, connectionsChanged] _ in
-            let count = state.withLockedValue { state -> Int in
+        channel.closeFuture.whenComplete { [state, connectionsChanged, gate] _ in
+            let (count, limiter) = state.withLockedValue { state -> (Int, NIOLoopBound<AcceptLimitHandler>?) in
                 state.connections[id] = nil
-                return state.connections.count
+                return (state.connections.count, state.limiter)
             }
             connectionsChanged(count)
+            // A descriptor is free: a listener at the limit may accept again at once.
+            if let limiter { gate.execute(on: limiter.eventLoop) { limiter.value.descriptorsFreed() } }
         }
     }
 }

@@ -14,7 +14,7 @@ final class SocketServer: Sendable {
         self.api = api
         self.path = path
         self.mode = mode
-        listener = Listener(threads: threads, gate: api.loopGate) { [api] count in
+        listener = Listener(name: "socket", threads: threads, gate: api.loopGate, logger: api.logger) { [api] count in
             api.openConnections.store(count, ordering: .relaxed)
             api.metrics.connections.record(count)
         }

@@ -181,6 +181,28 @@ struct ProxyTests {
         }
     }
 
+    @Test("a request head with bare LF line ends gets 400 from the proxy and the socket, even cut at its version, and nothing reaches the upstream")
+    func bareLineFeedIsMalformed() async throws {
+        try await Self.withProxy(service: []) { service, daemon, socket in
+            for path in [socket, daemon.socketPath] {
+                for request in ["GET /protected/x HTTP/1.1\nHost: x\n\n", "GET /protected/x HTTP/1.1\r\nHost: x\n\n"] {
+                    for cut in [request.utf8.count, "GET /protected/x HTTP/1.1".utf8.count] {
+                        let client = try RawSocket(path: path)
+                        let bytes = Array(request.utf8)
+                        client.send(Array(bytes[..<cut]))
+                        if cut < bytes.count {
+                            try await Task.sleep(for: .milliseconds(50))
+                            client.send(Array(bytes[cut...]))
+                        }
+                        let answer = client.response(timeout: .seconds(5))
+                        #expect(answer.status == 400, "\(path) \(request.debugDescription) cut at \(cut): \(answer.text)")
+                    }
+                }
+            }
+            #expect(try await service.counters().protectedAllowed + service.counters().protectedChallenged == 0)
+        }
+    }
+
     @Test("a peer outside proxy.allowedUsers gets 403, on a Unix socket and on a loopback port")
     func peerCheck() async throws {
         try await Self.withProxy(service: [], ["--proxy-allowed-users", "65534"]) { service, _, socket in

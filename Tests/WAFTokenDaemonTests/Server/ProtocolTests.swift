@@ -45,4 +45,16 @@ struct ProtocolTests {
         #expect(try EmbeddedSocket().exchange("GET /nowhere HTTP/1.1\r\n\r\n").statusCodes == [404])
         #expect(try EmbeddedSocket().exchange("DELETE /v1/token HTTP/1.1\r\n\r\n").statusCodes == [405])
     }
+
+    @Test("a head whose lines end in a bare LF is a malformed request: 400, not 505, on the fast path's request and others, whole or split at every byte", arguments: [
+        "GET /v1/token HTTP/1.1\nHost: x\n\n", "GET /v1/status HTTP/1.1\nHost: x\n\n", "GET /v1/token HTTP/1.1\r\nHost: x\n\n",
+        "GET /v1/status HTTP/1.1\r\nHost: x\r\n\n", "GET /v1/token HTTP/1.0\n\n",
+    ])
+    func bareLineFeed(request: String) throws {
+        #expect(try EmbeddedSocket().exchange(request).statusCodes == [400], "\(request.debugDescription)")
+        for split in 1..<request.utf8.count {
+            let answer = try EmbeddedSocket().exchange(request, splits: [split])
+            #expect(answer.statusCodes == [400], "\(request.debugDescription) split at \(split): \(answer)")
+        }
+    }
 }

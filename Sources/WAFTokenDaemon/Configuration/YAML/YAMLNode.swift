@@ -44,12 +44,13 @@ struct YAMLScalar: Sendable, Hashable {
     let text: String
     let type: ScalarType
 
-    /// Resolves `text` (plain, or quoted when `quoted`) by the YAML 1.2 core schema. libyaml gives
-    /// every untagged scalar the `str` tag, so only the other standard tags say anything.
+    /// Resolves `text` (plain, or quoted when `quoted`) by the YAML 1.2 core schema, unless a
+    /// standard tag says otherwise (`!!str 5` is a string).
     init(text: String, quoted: Bool, tag: String?) {
         self.text = text
         switch tag {
         case "tag:yaml.org,2002:null": type = .null
+        case "tag:yaml.org,2002:str", "!": type = .string
         case "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float":
             type = Self.resolve(text)
         default: type = quoted ? .string : Self.resolve(text)

@@ -27,6 +27,16 @@ enum PlainTokenRequest {
         return nil
     }
 
+    /// Whether an LF in `bytes` is not preceded by a CR: no head the fast path answers, ever.
+    static func hasBareLineFeed(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        while let newline = bytes[index...].firstIndex(of: 0x0A) {
+            if newline == 0 || bytes[newline - 1] != 0x0D { return true }
+            index = newline + 1
+        }
+        return false
+    }
+
     /// For a complete head: nil if the fast path must not answer it, else whether it asks for
     /// `text/plain` (true) or JSON (false).
     static func prefersPlainText(_ head: UnsafeRawBufferPointer) -> Bool? {

@@ -9,8 +9,9 @@ import Foundation
 #endif
 
 /// Answers a request the HTTP parser refused, then closes that connection (and only that one):
-/// 431 for an oversized head, 505 for a version other than 1.x, 400 for anything else. Like
-/// NIOHTTP1's `HTTPServerProtocolErrorHandler`, but with the statuses the contract asks for.
+/// 431 for an oversized head, 505 for a version other than 1.x, 400 for anything else (a request
+/// line ending in a bare LF too, which the parser reports as a bad version: `RequestLineTap`).
+/// Like NIOHTTP1's `HTTPServerProtocolErrorHandler`, but with the statuses the contract asks for.
 final class ProtocolErrorHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -18,13 +19,15 @@ final class ProtocolErrorHandler: ChannelDuplexHandler, RemovableChannelHandler 
     typealias OutboundOut = HTTPServerResponsePart
 
     private let metrics: DaemonMetrics
+    private let tap: RequestLineTap
     private var responseInProgress = false
     /// One answer per connection: the decoder may report the same error again as the connection
     /// closes (its last bytes decoded once more).
     private var answered = false
 
-    init(metrics: DaemonMetrics) {
+    init(metrics: DaemonMetrics, tap: RequestLineTap) {
         self.metrics = metrics
+        self.tap = tap
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -38,6 +41,8 @@ final class ProtocolErrorHandler: ChannelDuplexHandler, RemovableChannelHandler 
             let (status, code, message): (HTTPResponseStatus, String, String) =
                 switch parserError {
                 case .headerOverflow: (.requestHeaderFieldsTooLarge, "requestHeaderFieldsTooLarge", "the request head is too large")
+                case .invalidVersion where tap.sawVersionWithBareLineFeed:
+                    (.badRequest, "badRequest", "malformed request: a line ends in a bare LF; HTTP lines end in CRLF")
                 case .invalidVersion: (.httpVersionNotSupported, "httpVersionNotSupported", "use HTTP/1.1")
                 default: (.badRequest, "badRequest", "malformed request: \(parserError)")
                 }

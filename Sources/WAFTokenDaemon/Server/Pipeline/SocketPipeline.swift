@@ -9,7 +9,8 @@ import NIOHTTP1
 ///    request timeouts.
 /// 3. `TokenFastPathHandler`: the plain `GET /v1/token`, answered from pre-encoded bytes; anything
 ///    else switches the connection to the codec below for good.
-/// 4. NIOHTTP1's encoder, decoder and pipelining handler; `ProtocolErrorHandler`; `APIHandler`.
+/// 4. `RequestLineTap`, NIOHTTP1's encoder, decoder and pipelining handler; `ProtocolErrorHandler`;
+///    `APIHandler`.
 enum SocketPipeline {
     /// A request head larger than this is refused with 431.
     static let maximumHeadBytes = 16 * 1024
@@ -20,11 +21,13 @@ enum SocketPipeline {
         try pipeline.addHandler(BackPressureHandler())
         try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
         try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection))
+        let tap = RequestLineTap()
+        try pipeline.addHandler(tap)
         try pipeline.addHandler(HTTPResponseEncoder())
         let decoder = makeDecoder()
         try pipeline.addHandler(decoder)
         try pipeline.addHandler(HTTPServerPipelineHandler())
-        try pipeline.addHandler(ProtocolErrorHandler(metrics: api.metrics))
+        try pipeline.addHandler(ProtocolErrorHandler(metrics: api.metrics, tap: tap))
         let restart = DecoderRestart(current: decoder)
         try pipeline.addHandler(APIHandler(api: api, connection: connection, restartDecoder: { restart.run(channel) }))
     }

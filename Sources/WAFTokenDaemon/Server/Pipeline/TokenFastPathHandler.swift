@@ -58,14 +58,18 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         guard connection.allowed else { return switchToCodec(context) }
         var answered = false
         while var buffer = pending, buffer.readableBytes > 0, context.channel.isWritable {
-            let decision: (length: Int, plainText: Bool?)? = buffer.withUnsafeReadableBytes { bytes in
-                guard let length = PlainTokenRequest.headLength(in: bytes, limit: SocketPipeline.maximumHeadBytes) else { return nil }
+            let decision: (length: Int, plainText: Bool?)?? = buffer.withUnsafeReadableBytes { bytes in
+                guard let length = PlainTokenRequest.headLength(in: bytes, limit: SocketPipeline.maximumHeadBytes) else {
+                    // A line ending in a bare LF never completes a head here: the codec refuses it (400).
+                    return PlainTokenRequest.hasBareLineFeed(bytes) ? .some(nil) : nil
+                }
                 return (length, PlainTokenRequest.prefersPlainText(UnsafeRawBufferPointer(rebasing: bytes[0..<length])))
             }
             guard let decision else {
                 if buffer.readableBytes > SocketPipeline.maximumHeadBytes { return switchToCodec(context) }  // the codec refuses it: 431
                 break
             }
+            guard let decision else { return switchToCodec(context) }
             if cache.refresh(api: api, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator) {
                 flushCounts()
             }

@@ -59,13 +59,14 @@ struct ConfigurationLoaderTests {
     @Test("every key of the table is read from its variable, its option and the file, with the same meaning")
     func everyKeyFromEverySource() throws {
         let values = Self.validValues
-        #expect(Set(values.keys) == Set(Keys.all.map(\.name)), "a value for every key of the table")
-        let environment = Dictionary(uniqueKeysWithValues: Keys.all.map { ($0.environmentName, values[$0.name]!) })
+        let top = Keys.all.filter(\.topLevel)
+        #expect(Set(values.keys) == Set(top.map(\.name)), "a value for every top-level key of the table")
+        let environment = Dictionary(uniqueKeysWithValues: top.map { ($0.environmentName, values[$0.name]!) })
         #expect(environment["WAF_TOKEND_DOMAIN_NAME"] == "example.com")
         #expect(environment["WAF_TOKEND_TOKEN_SERVICE_CA_FILE"] == "/etc/ca.pem")
-        let command = try WAFTokendCommand.parse(Keys.all.flatMap { [$0.optionName, values[$0.name]!] })
+        let command = try WAFTokendCommand.parse(top.flatMap { [$0.optionName, values[$0.name]!] })
         #expect(command.keys.values == values)
-        let yaml = Keys.all.map { spec in spec.section.map { "\($0):\n  \(spec.name.dropFirst($0.count + 1)): \(values[spec.name]!)" } ?? "\(spec.name): \(values[spec.name]!)" }
+        let yaml = top.map { spec in spec.section.map { "\($0):\n  \(spec.name.dropFirst($0.count + 1)): \(values[spec.name]!)" } ?? "\(spec.name): \(values[spec.name]!)" }
             .joined(separator: "\n")
         let fromFile = try load(yaml: yaml).get()
         for config in [try load(env: environment).get(), try load(cli: command.keys.values).get(), fromFile] {
@@ -147,11 +148,17 @@ struct ConfigurationLoaderTests {
             default: break
             }
             for (value, problem) in shapes {
-                let line = spec.section.map { "\($0):\n  \(spec.name.dropFirst($0.count + 1)): \(value)" } ?? "\(spec.name): \(value)"
+                var line = spec.section.map { "\($0):\n  \(spec.name.dropFirst($0.count + 1)): \(value)" } ?? "\(spec.name): \(value)"
+                var shown = spec.name
+                if !spec.topLevel {
+                    // A key of providers' entries only: in one.
+                    line = "providers:\n  pay:\n    domainName: pay.example.com\n    " + line.replacing("\n", with: "\n    ")
+                    shown = "providers.pay.\(spec.name)"
+                }
                 let others = required.split(separator: "\n").filter { !$0.hasPrefix(spec.name + ":") }.joined(separator: "\n")
                 let text = [others, line].joined(separator: "\n")
-                let found = problems(try load(yaml: text)).filter { $0.hasPrefix("\(spec.name): ") }
-                #expect(found.count == 1 && found[0].contains(problem), "\(spec.name): \(value) → \(found)")
+                let found = problems(try load(yaml: text)).filter { $0.hasPrefix("\(shown): ") }
+                #expect(found.count == 1 && found[0].contains(problem), "\(shown): \(value) → \(found)")
             }
         }
     }

@@ -204,9 +204,10 @@ struct SocketAPITests {
             for _ in 0..<3 { _ = try await curl(daemon.socketPath, "/v1/token") }
             let (code, body) = try await curl(daemon.socketPath, "/metrics")
             #expect(code == 200)
-            #expect(body.contains(#"waf_tokend_token_fetches_total{result="success"} 1"#))
+            // Every provider metric carries its provider (MULTI-5).
+            #expect(body.contains(#"waf_tokend_token_fetches_total{provider="default",result="success"} 1"#))
             #expect(body.contains("waf_tokend_http_requests_total{"))
-            #expect(body.contains("waf_tokend_token_present 1"))
+            #expect(body.contains(#"waf_tokend_token_present{provider="default"} 1"#))
             #expect(body.contains("# TYPE waf_tokend_connections gauge"))
             #expect(!body.contains(token.value))
         }

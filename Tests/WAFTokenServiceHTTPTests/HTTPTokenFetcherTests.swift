@@ -150,7 +150,8 @@ struct EndToEndTests {
 
     @Test("RET-1 over the wire: a service that trickles its answer a byte at a time fails the attempt within tokenService.timeoutSec, head and body together")
     func RET1_tricklingServiceEndsTheAttempt() async throws {
-        let fixture = try Fixture(timeout: .seconds(1))
+        // No background refresh: nothing but this test's fetches meets the fault.
+        let fixture = try Fixture(backgroundRefresh: false, timeout: .seconds(1))
         // 1,000 bytes, one every 200 ms: never silent for a whole second, done only after 200 s.
         try await fixture.service.arm(FaultRule(kind: .trickle, target: .inputs, count: 1, intervalMilliseconds: 200))
         let clock = ContinuousClock()

@@ -11,14 +11,14 @@ public struct KeyOptions: ParsableArguments, CustomReflectable {
 
     public init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: PropertyName.self)
-        for spec in Keys.all {
+        for spec in Keys.all where spec.topLevel {
             let option = try container.decode(Option<String?>.self, forKey: PropertyName(stringValue: spec.propertyName))
             if let value = option.wrappedValue { values[spec.name] = value }
         }
     }
 
     public var customMirror: Mirror {
-        Mirror(self, children: Keys.all.map { spec in
+        Mirror(self, children: Keys.all.filter(\.topLevel).map { spec in
             (label: "_" + spec.propertyName, value: Option<String?>(help: ArgumentHelp(spec.help, valueName: valueName(spec))) as Any)
         })
     }

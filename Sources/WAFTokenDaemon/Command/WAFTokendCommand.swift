@@ -1,4 +1,5 @@
 import ArgumentParser
+import NIOConcurrencyHelpers
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -15,6 +16,8 @@ public struct WAFTokendCommand: AsyncParsableCommand {
         discussion: """
             Configuration comes from the command line, then WAF_TOKEND_* environment variables (the key in \
             upper snake case, e.g. WAF_TOKEND_DOMAIN_NAME), then the YAML file, then defaults. \
+            Providers besides the top-level one: providers.NAME in the file; --providers.NAME.KEY VALUE \
+            (the key as the file writes it, e.g. --providers.pay.domainName) and WAF_TOKEND_PROVIDERS_NAME_KEY. \
             Signals: SIGUSR1 foreground; SIGUSR2 background (again: closed); SIGHUP reload; SIGTERM, SIGINT stop. \
             Exit codes: 0 clean stop, 78 invalid configuration, 71 cannot bind the socket or read the state, 1 otherwise.
             """,
@@ -36,7 +39,47 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     public init() {}
 
     public func sources(environment: [String: String]) -> ConfigurationSources {
-        ConfigurationSources(commandLine: keys.values, environment: environment, file: config)
+        let providers = Self.providerOptions.withLockedValue { $0 }
+        return ConfigurationSources(commandLine: keys.values.merging(providers) { $1 }, environment: environment, file: config)
+    }
+
+    /// `--providers.NAME.KEY VALUE` (or `=VALUE`), taken out before ArgumentParser reads the rest:
+    /// its options are declared, and these are as many as the providers.
+    static let providerOptions = NIOLockedValueBox<[String: String]>([:])
+
+    public static func main() async {
+        let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
+        providerOptions.withLockedValue { $0 = options }
+        await main(rest)
+    }
+
+    /// The arguments without the provider options, and those options by dotted key
+    /// (`providers.pay.domainName`). An option without its value is left to ArgumentParser, which
+    /// refuses it as unknown.
+    static func extractProviderOptions(_ arguments: [String]) -> (rest: [String], options: [String: String]) {
+        var rest: [String] = []
+        var options: [String: String] = [:]
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            if argument == "--" { return (rest + arguments[index...], options) }
+            if argument.hasPrefix("--providers.") {
+                let option = argument.dropFirst(2)
+                if let equals = option.firstIndex(of: "=") {
+                    options[String(option[..<equals])] = String(option[option.index(after: equals)...])
+                    index += 1
+                    continue
+                }
+                if index + 1 < arguments.count {
+                    options[String(option)] = arguments[index + 1]
+                    index += 2
+                    continue
+                }
+            }
+            rest.append(argument)
+            index += 1
+        }
+        return (rest, options)
     }
 
     public func run() async throws {

@@ -8,7 +8,8 @@ import Glibc
 /// Reads the YAML file through a plain file descriptor (a regular file, or a pipe as
 /// `--config <(generate)` and systemd credentials give), in bounded time and memory, and checks
 /// its shape against the key table: every key known, every section a map, every value a single
-/// value or, for lists, a list of them. What it returns is keyed by dotted name.
+/// value or, for lists, a list of them; under `providers:`, a map of names to such entries. What it
+/// returns is keyed by dotted name.
 struct ConfigurationFile {
     static let maximumBytes = 1 << 20
     /// A pipe must deliver the whole file within this time.
@@ -16,6 +17,8 @@ struct ConfigurationFile {
 
     let path: String
     private(set) var values: [String: YAMLNode] = [:]
+    /// The entries under `providers:`, by provider name, each keyed by dotted name.
+    private(set) var providers: [String: [String: YAMLNode]] = [:]
     private(set) var issues: [WAFConfigurationIssue] = []
     /// The file could not be used at all: what else is missing says nothing then.
     private(set) var unusable = false
@@ -63,47 +66,103 @@ struct ConfigurationFile {
             unusable = true
             return
         }
-        let sections = Set(Keys.all.compactMap(\.section))
+        let topLevel = Keys.all.filter(\.topLevel)
+        entries(pairs, keys: topLevel, prefix: "") { this, spec, node in
+            var values = this.values
+            this.record(spec, node, into: &values, as: spec.name)
+            this.values = values
+        }
+    }
+
+    /// The keys of one map (the top level, or a provider's entry), sections opened, each known
+    /// key handed to `take`. At the top level, `providers` holds the providers' entries.
+    private mutating func entries(
+        _ pairs: [YAMLPair], keys: [KeySpec], prefix: String, _ take: (inout ConfigurationFile, KeySpec, YAMLNode) -> Void
+    ) {
+        let byName = Dictionary(uniqueKeysWithValues: keys.map { ($0.name, $0) })
+        let sections = Set(keys.compactMap(\.section))
+        let known = keys.map { $0.section ?? $0.name } + (prefix.isEmpty ? ["providers"] : [])
         for pair in pairs {
             guard case .scalar(let key) = pair.key else {
-                unknown("(\(pair.key.kind) as a key)", known: Keys.all.map { $0.section ?? $0.name })
+                unknown(prefix + "(\(pair.key.kind) as a key)", known: known)
                 continue
             }
             let name = Self.printable(key.text)
-            if let spec = Keys.byName[name] {
-                record(spec, pair.value)
+            if let spec = byName[name] {
+                take(&self, spec, pair.value)
             } else if sections.contains(name) {
-                section(name, pair.value)
+                section(name, pair.value, keys: keys, prefix: prefix, take)
+            } else if prefix.isEmpty, name == "providers" {
+                providerEntries(pair.value)
             } else {
-                unknown(name, known: Keys.all.map { $0.section ?? $0.name })
+                unknown(prefix + name, known: known)
             }
         }
     }
 
-    private mutating func section(_ name: String, _ node: YAMLNode) {
+    private mutating func section(
+        _ name: String, _ node: YAMLNode, keys: [KeySpec], prefix: String, _ take: (inout ConfigurationFile, KeySpec, YAMLNode) -> Void
+    ) {
+        let inSection = keys.filter { $0.section == name }
         switch node {
         case .mapping(let pairs):
             for pair in pairs {
                 guard case .scalar(let key) = pair.key else { continue }
                 let dotted = "\(name).\(Self.printable(key.text))"
-                if let spec = Keys.byName[dotted] {
-                    record(spec, pair.value)
+                if let spec = inSection.first(where: { $0.name == dotted }) {
+                    take(&self, spec, pair.value)
                 } else {
-                    unknown(dotted, known: Keys.all.filter { $0.section == name }.map(\.name))
+                    unknown(prefix + dotted, known: inSection.map(\.name))
                 }
             }
         case .scalar(let scalar) where scalar.type == .null:
             break  // a section with every key commented out
         default:
             issues.append(WAFConfigurationIssue(
-                key: name, value: nil, problem: "is \(node.kind), not a section (in \(path))",
-                allowed: "a map of " + Keys.all.filter { $0.section == name }.map(\.name).joined(separator: ", ")))
+                key: prefix + name, value: nil, problem: "is \(node.kind), not a section (in \(path))",
+                allowed: "a map of " + inSection.map(\.name).joined(separator: ", ")))
         }
     }
 
-    private mutating func record(_ spec: KeySpec, _ node: YAMLNode) {
+    /// `providers:`: names to entries, each a map of the keys a provider may have.
+    private mutating func providerEntries(_ node: YAMLNode) {
+        let keys = Keys.all.filter(\.perProvider)
+        let allowedKeys = "a map of " + Set(keys.map { $0.section ?? $0.name }).sorted().joined(separator: ", ")
+        switch node {
+        case .mapping(let pairs):
+            for pair in pairs {
+                guard case .scalar(let key) = pair.key, ProviderName.isValid(key.text) else {
+                    let shown = if case .scalar(let key) = pair.key { Self.printable(key.text) } else { "(\(pair.key.kind) as a name)" }
+                    issues.append(WAFConfigurationIssue(key: "providers." + shown, value: nil, problem: "is not a provider name (in \(path))", allowed: ProviderName.allowed))
+                    continue
+                }
+                let name = key.text
+                if providers[name] != nil {
+                    issues.append(WAFConfigurationIssue(key: "providers." + name, value: nil, problem: "is given twice (in \(path))", allowed: allowedKeys))
+                }
+                let prefix = "providers.\(name)."
+                switch pair.value {
+                case .mapping(let entry):
+                    providers[name] = [:]
+                    entries(entry, keys: keys, prefix: prefix) { this, spec, node in
+                        var values = this.providers[name] ?? [:]
+                        this.record(spec, node, into: &values, as: prefix + spec.name)
+                        this.providers[name] = values
+                    }
+                default:
+                    issues.append(WAFConfigurationIssue(key: "providers." + name, value: nil, problem: "is \(pair.value.kind), not a map of keys (in \(path))", allowed: allowedKeys))
+                }
+            }
+        case .scalar(let scalar) where scalar.type == .null:
+            break
+        default:
+            issues.append(WAFConfigurationIssue(key: "providers", value: nil, problem: "is \(node.kind), not a map of names to providers (in \(path))", allowed: "a map of provider names to " + allowedKeys))
+        }
+    }
+
+    private mutating func record(_ spec: KeySpec, _ node: YAMLNode, into values: inout [String: YAMLNode], as shown: String) {
         if values[spec.name] != nil {
-            issues.append(WAFConfigurationIssue(key: spec.name, value: nil, problem: "is given twice (in \(path))", allowed: spec.allowed))
+            issues.append(WAFConfigurationIssue(key: shown, value: nil, problem: "is given twice (in \(path))", allowed: spec.allowed))
         }
         values[spec.name] = node
     }

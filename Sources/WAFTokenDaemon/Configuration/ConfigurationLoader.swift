@@ -4,7 +4,8 @@ import WAFTokenCore
 /// Reads and checks the whole configuration: command line, then environment (both through
 /// swift-configuration's providers), then the YAML file, then defaults. A wrong type, a wrong
 /// shape or an out-of-range value is refused with key, value, what is allowed and where it came
-/// from (CFG-9), never replaced by a default; every problem is reported at once.
+/// from (CFG-9), never replaced by a default; every problem is reported at once. The providers
+/// are read in `ConfigurationLoader+Providers.swift`.
 public enum ConfigurationLoader {
     public static func load(_ sources: ConfigurationSources) -> Result<DaemonConfiguration, WAFConfigurationError> {
         load(sources, file: ConfigurationFile(path: sources.filePath, required: sources.file != nil))
@@ -20,7 +21,7 @@ public enum ConfigurationLoader {
         var provider: [String: WAFSettingValue] = [:]
         var origins: [String: String] = [:]
         var values: [String: CheckedValue] = [:]
-        for spec in Keys.all {
+        for spec in Keys.all where spec.topLevel {
             guard let (given, origin) = lookup(spec, file: file, providers: (commandLine, environment, fallbacks), environment: sources.environment) else {
                 continue
             }
@@ -37,20 +38,12 @@ public enum ConfigurationLoader {
                 break
             }
         }
-        var configuration: WAFConfiguration?
         let refused = Set(issues.map(\.key))
-        do {
-            configuration = try WAFConfiguration(settings: provider)
-        } catch {
-            // A key refused above is not also "required".
-            issues += error.issues.filter { !refused.contains($0.key) }.map { issue in
-                guard let origin = origins[issue.key] else { return issue }
-                return WAFConfigurationIssue(key: issue.key, value: issue.value, problem: "\(issue.problem) (from \(origin))", allowed: issue.allowed)
-            }
-        }
-        if let configuration { issues += ProxySettings.issues(values, domainName: configuration.domainName).filter { !refused.contains($0.key) } }
-        guard let configuration, issues.isEmpty else { return .failure(WAFConfigurationError(issues: order(issues))) }
-        return .success(DaemonConfiguration(provider: configuration, values: values))
+        let top = TopLevel(sdk: provider, origins: origins, values: values)
+        let (providers, providerIssues) = Self.providers(top, sources: sources, file: file, refused: refused)
+        issues += providerIssues.filter { !refused.contains($0.key) }
+        guard issues.isEmpty, !providers.isEmpty else { return .failure(WAFConfigurationError(issues: order(issues))) }
+        return .success(DaemonConfiguration(providers: providers, topLevelSDK: provider, values: values))
     }
 
     /// The value that decides `spec`, and where it came from: the first source that holds it.

@@ -12,10 +12,15 @@ public enum ConfigurationReference {
         ]
         for spec in Keys.all {
             let fallback = spec.defaultDescription ?? spec.defaultValue.map { "`\($0)`" } ?? "not set"
-            let help = spec.help + (spec.appliesOnReload ? "" : " Takes effect at the next start, not on reload.")
-            lines.append(
-                "| `\(spec.name)` | \(escape(help)) | \(escape(fallback)) | \(escape(spec.allowed)) | "
-                    + "`\(spec.environmentName)` `\(spec.optionName)` |")
+            var help = spec.help + (spec.appliesOnReload ? "" : " Takes effect at the next start, not on reload.")
+            switch spec.scope {
+            case .daemon, .providerOnly: break
+            case .inherited: help += " Per provider too; a provider without it takes this one."
+            case .perProvider: help += " Per provider too (its own, never another's)."
+            }
+            let name = spec.topLevel ? spec.name : "providers.NAME.\(spec.name)"
+            let sources = spec.topLevel ? "`\(spec.environmentName)` `\(spec.optionName)`" : "`\(spec.environmentName(provider: "NAME"))` `\(spec.optionName(provider: "NAME"))`"
+            lines.append("| `\(name)` | \(escape(help)) | \(escape(fallback)) | \(escape(spec.allowed)) | \(sources) |")
         }
         lines.append(end)
         return lines.joined(separator: "\n")

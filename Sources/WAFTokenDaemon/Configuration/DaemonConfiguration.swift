@@ -1,25 +1,39 @@
 import WAFTokenCore
 
-/// Everything `waf-tokend` runs with, all checked: the provider's configuration, and the daemon's
-/// own keys read by their typed key, `configuration[Keys.socketPath]`.
+/// Everything `waf-tokend` runs with, all checked: the providers (the `default` one first, then
+/// the others by name), and the daemon's own keys read by their typed key,
+/// `configuration[Keys.socketPath]`.
 public struct DaemonConfiguration: Sendable {
-    public let provider: WAFConfiguration
+    public let providers: [ProviderConfiguration]
+    /// The SDK keys the top level gives, for the effective configuration.
+    let topLevelSDK: [String: WAFSettingValue]
     let values: [String: CheckedValue]
 
-    init(provider: WAFConfiguration, values: [String: CheckedValue]) {
-        self.provider = provider
+    init(providers: [ProviderConfiguration], topLevelSDK: [String: WAFSettingValue], values: [String: CheckedValue]) {
+        self.providers = providers
+        self.topLevelSDK = topLevelSDK
         self.values = values
     }
+
+    /// The provider the top-level identity makes, if the top level has one.
+    public var defaultProvider: ProviderConfiguration? { providers.first(where: \.isDefault) }
+
+    /// The first provider's SDK configuration: the `default` one's when the top level has one,
+    /// the only one's in a single-provider configuration.
+    public var provider: WAFConfiguration { providers[0].configuration }
 
     public subscript<Value>(_ key: SettingKey<Value>) -> Value {
         key.read(values[key.spec.name])
     }
 
-    /// Every key with its effective value as the file writes it, "" when unset. Nothing in the
-    /// configuration is secret: paths, names and numbers only.
+    /// Every top-level key with its effective value as the file writes it, "" when unset. Nothing
+    /// in the configuration is secret: paths, names and numbers only.
     public var effectiveSettings: [(key: String, value: String)] {
-        Keys.all.map { spec in
-            if case .provider(let key) = spec.kind { return (spec.name, provider.settings[key.rawValue].map(Self.render) ?? "") }
+        Keys.all.filter(\.topLevel).map { spec in
+            if case .provider(let key) = spec.kind {
+                let value = defaultProvider?.configuration.settings[key.rawValue] ?? topLevelSDK[key.rawValue]
+                return (spec.name, value.map(Self.render) ?? "")
+            }
             return (spec.name, values[spec.name].map { Self.render($0) } ?? spec.defaultValue.map { Self.renderDefault($0, spec) } ?? "")
         }
     }
@@ -41,10 +55,28 @@ public struct DaemonConfiguration: Sendable {
             let name = parts.last!
             lines.append(value.isEmpty ? "\(indent)# \(name): (not set)" : "\(indent)\(name): \(value)")
         }
+        // Every other provider with every key in force, its SDK keys written out even where the
+        // top level gave them: it reads back as the same providers.
+        let named = providers.filter { !$0.isDefault }
+        if !named.isEmpty { lines.append("providers:") }
+        for provider in named {
+            lines.append("  \(provider.name):")
+            var section: String?
+            for (key, value) in provider.effectiveSettings {
+                let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
+                if parts.count == 2, section != parts[0] {
+                    lines.append("    \(parts[0]):")
+                    section = parts[0]
+                } else if parts.count == 1 {
+                    section = nil
+                }
+                lines.append((parts.count == 2 ? "      " : "    ") + "\(parts.last!): \(value)")
+            }
+        }
         return lines.joined(separator: "\n") + "\n"
     }
 
-    private static func render(_ value: WAFSettingValue) -> String {
+    static func render(_ value: WAFSettingValue) -> String {
         switch value {
         case .string(let text), .text(let text): yamlString(text)
         case .int(let number): String(number)
@@ -53,7 +85,7 @@ public struct DaemonConfiguration: Sendable {
         }
     }
 
-    private static func render(_ value: CheckedValue) -> String {
+    static func render(_ value: CheckedValue) -> String {
         switch value {
         case .text(let text): yamlString(text)
         case .int(let number): String(number)

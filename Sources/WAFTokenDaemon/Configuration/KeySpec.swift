@@ -2,7 +2,22 @@ import WAFTokenCore
 
 /// One configuration key, declared once in `Keys`: the declaration drives the loader, the
 /// command-line options, `--help`, the man page, `--check-config` and the README's reference.
+/// Its scope says where it may be given: at the top level, in a provider's entry under
+/// `providers:`, or both; the same declaration serves every place (there is no second table).
 public struct KeySpec: Sendable, Hashable {
+    /// Where a key is given, and whether a provider takes the top-level value.
+    public enum Scope: Sendable, Hashable {
+        /// The daemon's, shared by every provider: the top level only.
+        case daemon
+        /// An SDK key: at the top level (the `default` provider's, and every provider's fallback)
+        /// or in a provider's entry.
+        case inherited
+        /// Each provider's own, never taken from another: at the top level the `default` provider's.
+        case perProvider
+        /// In a provider's entry only.
+        case providerOnly
+    }
+
     public enum Kind: Sendable, Hashable {
         /// One of the SDK's keys, checked by `WAFConfiguration` (CFG-1…10).
         case provider(WAFConfigurationKey)
@@ -32,6 +47,12 @@ public struct KeySpec: Sendable, Hashable {
     public let help: String
     /// Whether a reload (SIGHUP) applies it; otherwise it takes effect at the next start.
     public let appliesOnReload: Bool
+    public var scope: Scope = .daemon
+
+    /// Whether a provider's entry may give it.
+    public var perProvider: Bool { scope != .daemon }
+    /// Whether the top level may give it.
+    public var topLevel: Bool { scope != .providerOnly }
 
     /// A daemon key that may be left unset (a path, a list): empty in the file means "not set".
     var isOptional: Bool {
@@ -40,7 +61,18 @@ public struct KeySpec: Sendable, Hashable {
     }
 
     /// `WAF_TOKEND_` + the name in upper snake case: `WAF_TOKEND_SOCKET_PATH`.
-    public var environmentName: String { "WAF_TOKEND_" + words.map { $0.uppercased() }.joined(separator: "_") }
+    public var environmentName: String { "WAF_TOKEND_" + environmentSuffix }
+
+    /// The name in upper snake case: `SOCKET_PATH`.
+    var environmentSuffix: String { words.map { $0.uppercased() }.joined(separator: "_") }
+
+    /// For a provider: `WAF_TOKEND_PROVIDERS_PAY_API_DOMAIN_NAME` (the name upper-cased, `-` as `_`).
+    public func environmentName(provider: String) -> String {
+        "WAF_TOKEND_PROVIDERS_" + provider.uppercased().replacing("-", with: "_") + "_" + environmentSuffix
+    }
+
+    /// For a provider: `--providers.pay-api.domainName` (the key as the file writes it).
+    public func optionName(provider: String) -> String { "--providers.\(provider).\(name)" }
 
     /// `--` + the name in kebab case: `--socket-path`.
     public var optionName: String { "--" + words.joined(separator: "-") }

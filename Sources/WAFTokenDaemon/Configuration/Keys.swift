@@ -35,7 +35,7 @@ public enum Keys {
         "refresh.jitter", default: true, help: "Shorten periodic and error-phase waits at random, never lengthen them (RET-7).")
     public static let cookieSecure = flag("cookie.secure", default: false, help: "Mark the aws-waf-token cookie Secure.")
     public static let sinksTokenFile = optionalPath(
-        "sinks.tokenFile", help: "Write the bare token to this file on every new token (mode 0640).")
+        "sinks.tokenFile", help: "Write the bare token to this file on every new token (mode 0640).", scope: .perProvider)
     public static let sinksCookieJar = optionalPath(
         "sinks.cookieJar", help: "Write a curl cookie jar with the token cookie to this file on every new token.")
     public static let stateDirectory = optionalPath(
@@ -51,22 +51,34 @@ public enum Keys {
         "proxy.upstream", help: "The one URL the proxy forwards to: https (http for loopback), its host domainName, below it, or loopback.")
     public static let proxyTokenIn = choice(
         "proxy.tokenIn", ["cookie", "header"], default: "cookie",
-        help: "How the proxy adds the token: the aws-waf-token cookie (COOK-1 paths) or the x-aws-waf-token header.")
+        help: "How the proxy adds the token: the aws-waf-token cookie (COOK-1 paths) or the x-aws-waf-token header.", scope: .perProvider)
     public static let proxyReplayBufferBytes = integer(
         "proxy.replayBufferBytes", 0...16_777_216, default: 65536,
-        help: "A request body up to this size is kept, so that a challenged request can be sent once more.")
+        help: "A request body up to this size is kept, so that a challenged request can be sent once more.", scope: .perProvider)
     public static let proxyTokenWaitSec = integer(
-        "proxy.tokenWaitSec", 0...300, default: 5, help: "How long a request waits for a first token, or for the refresh a challenge asks for.")
+        "proxy.tokenWaitSec", 0...300, default: 5, help: "How long a request waits for a first token, or for the refresh a challenge asks for.",
+        scope: .perProvider)
     public static let proxyUpstreamTimeoutSec = integer(
-        "proxy.upstreamTimeoutSec", 1...3600, default: 30, help: "504 when the upstream sends nothing for this long (connect, answer or body).")
+        "proxy.upstreamTimeoutSec", 1...3600, default: 30, help: "504 when the upstream sends nothing for this long (connect, answer or body).",
+        scope: .perProvider)
     public static let proxyMode = optionalMode(
         "proxy.mode", default: "socket.mode", help: "The proxy's socket file mode, when it listens on a Unix socket.")
     public static let proxyAllowedUsers = optionalList(
-        "proxy.allowedUsers", default: "socket.allowedUsers", help: "Users who may use the proxy (names or uids).")
+        "proxy.allowedUsers", default: "the provider's allowedUsers (top level: socket.allowedUsers)", help: "Users who may use the proxy (names or uids).",
+        scope: .perProvider)
     public static let proxyAllowedGroups = optionalList(
-        "proxy.allowedGroups", default: "socket.allowedGroups", help: "Groups whose members may use the proxy (names or gids).")
+        "proxy.allowedGroups", default: "the provider's allowedGroups (top level: socket.allowedGroups)",
+        help: "Groups whose members may use the proxy (names or gids).", scope: .perProvider)
     public static let proxyThreads = integer(
-        "proxy.threads", 1...64, default: 1, help: "Event-loop threads of the proxy.")
+        "proxy.threads", 1...64, default: 1, help: "Event-loop threads of the proxy.", scope: .perProvider)
+
+    /// A provider's own access lists (in its entry under `providers:`); the socket's by default.
+    public static let providerAllowedUsers = optionalList(
+        "allowedUsers", default: "socket.allowedUsers", help: "In a provider's entry: users who may use its token, cookie, events and refresh.",
+        scope: .providerOnly)
+    public static let providerAllowedGroups = optionalList(
+        "allowedGroups", default: "socket.allowedGroups", help: "In a provider's entry: groups whose members may use its token, cookie, events and refresh.",
+        scope: .providerOnly)
 
     /// Every key in the order the file, `--help` and the README show them: the SDK's first.
     public static let all: [KeySpec] = WAFConfigurationKey.allCases.map(provider) + [
@@ -75,8 +87,11 @@ public enum Keys {
         tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshJitter.spec, cookieSecure.spec, sinksTokenFile.spec,
         sinksCookieJar.spec, stateDirectory.spec, logLevel.spec, readinessWaitForToken.spec, proxyListen.spec, proxyUpstream.spec,
         proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
-        proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec,
+        proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
     ]
+
+    /// The keys a provider's entry may hold, by name.
+    static let perProviderByName = byName.filter { $0.value.perProvider }
 
     /// The keys by name.
     static let byName = Dictionary(uniqueKeysWithValues: all.map { ($0.name, $0) })
@@ -91,7 +106,7 @@ public enum Keys {
         ]
         return KeySpec(
             name: key.rawValue, kind: .provider(key), defaultValue: nil, defaultDescription: defaults[key], help: key.help,
-            appliesOnReload: true)
+            appliesOnReload: true, scope: .inherited)
     }
 
     static func path(_ name: String, kind: KeySpec.Kind = .absolutePath, default value: String, help: String, reload: Bool = true) -> SettingKey<String> {
@@ -100,8 +115,8 @@ public enum Keys {
         }
     }
 
-    static func optionalPath(_ name: String, default description: String? = nil, help: String) -> SettingKey<String?> {
-        SettingKey(spec: .init(name: name, kind: .absolutePath, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true)) {
+    static func optionalPath(_ name: String, default description: String? = nil, help: String, scope: KeySpec.Scope = .daemon) -> SettingKey<String?> {
+        SettingKey(spec: .init(name: name, kind: .absolutePath, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: scope)) {
             if case .text(let text)? = $0 { text } else { nil }
         }
     }
@@ -113,26 +128,26 @@ public enum Keys {
     }
 
     static func optionalMode(_ name: String, default description: String, help: String) -> SettingKey<UInt16?> {
-        SettingKey(spec: .init(name: name, kind: .octalMode, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true)) {
+        SettingKey(spec: .init(name: name, kind: .octalMode, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: .perProvider)) {
             if case .mode(let mode)? = $0 { mode } else { nil }
         }
     }
 
     /// A list whose absence means something else than an empty list (another key's value).
-    static func optionalList(_ name: String, default description: String, help: String) -> SettingKey<[String]?> {
-        SettingKey(spec: .init(name: name, kind: .list, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true)) {
+    static func optionalList(_ name: String, default description: String, help: String, scope: KeySpec.Scope) -> SettingKey<[String]?> {
+        SettingKey(spec: .init(name: name, kind: .list, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: scope)) {
             if case .list(let items)? = $0 { items } else { nil }
         }
     }
 
     static func listenAddress(_ name: String, help: String) -> SettingKey<ListenAddress?> {
-        SettingKey(spec: .init(name: name, kind: .listenAddress, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true)) {
+        SettingKey(spec: .init(name: name, kind: .listenAddress, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .perProvider)) {
             if case .text(let text)? = $0 { ListenAddress(text) } else { nil }
         }
     }
 
     static func url(_ name: String, help: String) -> SettingKey<String?> {
-        SettingKey(spec: .init(name: name, kind: .url, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true)) {
+        SettingKey(spec: .init(name: name, kind: .url, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .perProvider)) {
             if case .text(let text)? = $0 { text } else { nil }
         }
     }
@@ -143,8 +158,10 @@ public enum Keys {
         }
     }
 
-    static func integer(_ name: String, _ range: ClosedRange<Int>, default value: Int, help: String, reload: Bool = true) -> SettingKey<Int> {
-        SettingKey(spec: .init(name: name, kind: .integer(range), defaultValue: String(value), defaultDescription: nil, help: help, appliesOnReload: reload)) {
+    static func integer(
+        _ name: String, _ range: ClosedRange<Int>, default value: Int, help: String, reload: Bool = true, scope: KeySpec.Scope = .daemon
+    ) -> SettingKey<Int> {
+        SettingKey(spec: .init(name: name, kind: .integer(range), defaultValue: String(value), defaultDescription: nil, help: help, appliesOnReload: reload, scope: scope)) {
             if case .int(let number)? = $0 { number } else { value }
         }
     }
@@ -155,8 +172,8 @@ public enum Keys {
         }
     }
 
-    static func choice(_ name: String, _ values: [String], default value: String, help: String) -> SettingKey<String> {
-        SettingKey(spec: .init(name: name, kind: .choice(values), defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: true)) {
+    static func choice(_ name: String, _ values: [String], default value: String, help: String, scope: KeySpec.Scope = .daemon) -> SettingKey<String> {
+        SettingKey(spec: .init(name: name, kind: .choice(values), defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: true, scope: scope)) {
             if case .text(let text)? = $0 { text } else { value }
         }
     }

@@ -13,9 +13,10 @@ import Foundation
 import Glibc
 #endif
 
-/// The last token, its fetch time and its identity in `stateDirectory/token.json`, so that a
-/// restarted daemon serves a still-fresh token at once (STATE-1).
-struct StateStore: Sendable {
+/// The last token, its fetch time and its identity in `stateDirectory/token.json` (for the
+/// provider `default`; `token.NAME.json` for another), so that a restarted daemon serves a
+/// still-fresh token at once (STATE-1, MULTI-4).
+struct StateStore: Sendable, Equatable {
     struct Record: Codable, Sendable, Equatable {
         var value: String
         var fetchedAt: Date
@@ -24,11 +25,16 @@ struct StateStore: Sendable {
         var domainName: String
     }
 
-    static let fileName = "token.json"
     static let maximumBytes = 64 * 1024
 
     let directory: String
-    var path: String { directory + "/" + Self.fileName }
+    let fileName: String
+    var path: String { directory + "/" + fileName }
+
+    init(directory: String, provider: String = ProviderName.defaultName) {
+        self.directory = directory
+        fileName = provider == ProviderName.defaultName ? "token.json" : "token.\(provider).json"
+    }
 
     /// The saved token for `identity`, nil if there is none or it is another identity's. A damaged
     /// or unreadable file, or anything but a regular file, is set aside (`token.json.bad.<time>`),
@@ -60,20 +66,20 @@ struct StateStore: Sendable {
         return record
     }
 
-    /// Saves `token` for `identity` (mode 0600: a bearer secret), creating the directory if needed.
-    func save(_ token: WAFToken, for identity: WAFTokenIdentity) throws {
-        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw Errno(rawValue: errno) }
+    /// The file's contents for `token` of `identity`.
+    func encode(_ token: WAFToken, for identity: WAFTokenIdentity) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys]
         let record = Record(
             value: token.value, fetchedAt: token.fetchedAt, applicationIntegrationUrl: identity.tokenServiceBaseURL,
             domainName: identity.domainName)
-        try AtomicFile.write(Array(try encoder.encode(record)), to: path, mode: .ownerReadWrite)
+        return Array(try encoder.encode(record))
     }
 
-    func remove() throws {
-        try AtomicFile.remove(path)
+    /// The directory (mode 0700: it holds bearer secrets), if it is not there yet.
+    func makeDirectory() throws {
+        if mkdir(directory, 0o700) != 0, errno != EEXIST { throw Errno(rawValue: errno) }
     }
 
     private func setAside(_ reason: String, logger: Logger) -> WAFTokenProviderOptions.RestoredToken? {

@@ -4,66 +4,84 @@ import ServiceLifecycle
 import SystemPackage
 import WAFTokenCore
 
-/// The files other programs read the token from (the token file, the cookie jar) and the state
-/// file, written from the provider's records in the order they come, on one serial queue: a slower
-/// write of an older token never overwrites a newer one. It holds what it writes to one identity at
-/// a time: a record of another identity is dropped, and a change of identity clears every file at
-/// once (STATE-3, STATE-4).
+/// The files other programs read tokens from (each provider's token file, the one cookie jar with
+/// a cookie per provider) and each provider's state file, kept to what the providers' latest
+/// records say, on one serial queue: a slower write of an older token never overwrites a newer
+/// one. A provider's records are taken for the identity it is told only, and a change of identity
+/// (or the provider's removal) clears its files at once (STATE-3, STATE-4, MULTI-4).
+///
+/// A write that fails (a full disk, a read-only file system, permissions) is logged with the path
+/// and the reason and tried again with back-off (1 s, doubling, at most every 30 s) until it
+/// succeeds or a newer token supersedes it (STATE-5); the daemon serves from memory meanwhile.
+/// The retry timer runs only while a write is pending.
 final class TokenPersistence: Service, @unchecked Sendable {
-    struct Target: Sendable, Equatable {
-        var identity: WAFTokenIdentity
-        var stateDirectory: String?
-        var tokenFile: String?
+    struct Layout: Sendable, Equatable {
+        /// Each provider's identity, token file and state file, by name.
+        var providers: [String: Target]
         var cookieJar: String?
 
-        var paths: [String] { [tokenFile, cookieJar, stateDirectory.map { StateStore(directory: $0).path }].compactMap { $0 } }
+        struct Target: Sendable, Equatable {
+            var identity: WAFTokenIdentity
+            var tokenFile: String?
+            var stateFile: StateStore?
+        }
+
+        var paths: Set<String> {
+            Set(providers.values.flatMap { [$0.tokenFile, $0.stateFile?.path] }.compactMap { $0 } + [cookieJar].compactMap { $0 })
+        }
     }
+
+    static let firstRetry = Duration.seconds(1)
+    static let longestRetry = Duration.seconds(30)
 
     private let queue = DispatchQueue(label: "waf-tokend.persistence")
     private let logger: Logger
     // Touched only on `queue`.
-    private var target: Target
-    private var last: WAFTokenRecord?
+    private var layout: Layout
+    private var records: [String: WAFTokenRecord] = [:]
+    /// What each managed path holds as far as this process knows: the bytes, or nil for removed.
+    private var written: [String: [UInt8]?] = [:]
+    /// Paths whose last write failed, with the attempts so far.
+    private var failing: [String: Int] = [:]
+    private var retry: (any DispatchSourceTimer)?
+    private var retryDelay = firstRetry
 
-    init(target: Target, logger: Logger) {
-        self.target = target
+    init(layout: Layout, logger: Logger) {
+        self.layout = layout
         self.logger = logger
-        for path in target.paths {
+        for path in layout.paths {
             let removed = AtomicFile.removeStaleTemporaries(for: path)
             if removed > 0 { logger.notice("removed \(removed) temporary file\(removed == 1 ? "" : "s") an earlier run left beside \(path)") }
         }
     }
 
-    /// Where to write from now on, and for whom.
-    func configure(_ new: Target) {
+    /// Where to write from now on, and for whom. A provider whose identity changed, or that is
+    /// gone, has its files cleared; files no provider writes any more are removed (RELOAD-4).
+    func configure(_ new: Layout) {
         queue.async { [self] in
-            let old = target
-            target = new
-            if new.identity != old.identity {
-                // Another web ACL or domain: no file may hold the old identity's token, at any path.
-                for path in Set(old.paths + new.paths) { remove(path) }
-                last = nil
-                return
+            for (name, target) in layout.providers where new.providers[name]?.identity != target.identity {
+                records[name] = nil
             }
-            for path in Set(old.paths).subtracting(new.paths) { remove(path) }
-            if let last { write(last, onlyNewPaths: old) }
+            let old = layout.paths
+            layout = new
+            reconcile(retiring: old.subtracting(new.paths))
         }
     }
 
-    /// Stores `record` (the provider calls this, in order, from its state context).
-    func persist(_ record: WAFTokenRecord) {
+    /// Stores `record` of provider `name` (each provider calls this, in order, from its state context).
+    func persist(_ record: WAFTokenRecord, of name: String) {
         queue.async { [self] in
-            guard record.identity == target.identity else {
-                logger.debug("dropped a token record of another identity", metadata: ["identity": "\(record.identity)"])
+            guard record.identity == layout.providers[name]?.identity else {
+                logger.debug("dropped a token record of another identity", metadata: ["provider": "\(name)", "identity": "\(record.identity)"])
                 return
             }
-            guard record != last else { return }
-            last = record
-            write(record, onlyNewPaths: nil)
+            guard record != records[name] else { return }
+            records[name] = record
+            reconcile()
         }
     }
 
-    /// Waits until every write submitted so far is done.
+    /// Waits until every write submitted so far is done (failed ones are not waited for).
     func flush() {
         queue.sync {}
     }
@@ -71,46 +89,97 @@ final class TokenPersistence: Service, @unchecked Sendable {
     func run() async throws {
         try? await gracefulShutdown()
         flush()
+        queue.sync {
+            retry?.cancel()
+            if !failing.isEmpty { logger.error("stopping with writes that did not succeed", metadata: ["paths": "\(failing.keys.sorted())"]) }
+        }
     }
 
     // MARK: Writing (on `queue`)
 
-    private func write(_ record: WAFTokenRecord, onlyNewPaths old: Target?) {
-        let state = target.stateDirectory.map(StateStore.init(directory:))
-        guard let token = record.token else {
-            for path in target.paths { remove(path) }
-            return
+    /// What a path should hold now: bytes, nil for "no file", or `.keep` for a state file whose
+    /// token came from it (a loaded token is not written back as if fetched now).
+    private enum Wanted: Equatable {
+        case bytes([UInt8]?)
+        case keep
+    }
+
+    private func wanted(_ path: String) -> Wanted {
+        if path == layout.cookieJar {
+            let cookies = layout.providers.keys.sorted().compactMap { records[$0]?.cookie }
+            return .bytes(cookies.isEmpty ? nil : Array(CookieJar.text(cookies).utf8))
         }
-        if let path = target.tokenFile, path != old?.tokenFile {
-            store(Array(token.value.utf8), at: path, what: "token file", token: token)
-        }
-        if let path = target.cookieJar, path != old?.cookieJar {
-            store(Array(CookieJar.text(record.cookie).utf8), at: path, what: "cookie jar", token: token)
-        }
-        // A loaded token came from the state file (or cannot be trusted to be stored as fresh).
-        if let state, record.origin == .fetched, state.directory != old?.stateDirectory {
-            do {
-                try state.save(token, for: record.identity)
-            } catch {
-                logger.error("the token could not be saved", metadata: ["path": "\(state.path)", "error": "\(error)"])
+        for (name, target) in layout.providers {
+            let token = records[name]?.token
+            if path == target.tokenFile { return .bytes(token.map { Array($0.value.utf8) }) }
+            if let state = target.stateFile, path == state.path {
+                guard let record = records[name], let token else { return .bytes(nil) }
+                guard record.origin == .fetched else { return .keep }
+                return .bytes(try? state.encode(token, for: record.identity))
             }
         }
+        return .bytes(nil)
     }
 
-    private func store(_ bytes: [UInt8], at path: String, what: String, token: WAFToken) {
-        do {
-            try AtomicFile.write(bytes, to: path, mode: [.ownerReadWrite, .groupRead])
-            logger.debug("\(what) written", metadata: ["path": "\(path)", "token.fingerprint": "\(token.fingerprint)"])
-        } catch {
-            logger.error("\(what) not written", metadata: ["path": "\(path)", "error": "\(error)"])
+    /// Brings every managed path, and those just `retiring`, to what it should hold.
+    private func reconcile(retiring: Set<String> = []) {
+        for path in layout.paths.union(retiring).union(failing.keys).sorted() {
+            guard case .bytes(let bytes) = wanted(path) else {
+                failing[path] = nil
+                continue
+            }
+            if let known = written[path], known == bytes, failing[path] == nil { continue }
+            do {
+                if let bytes {
+                    if let state = layout.providers.values.compactMap(\.stateFile).first(where: { $0.path == path }) { try state.makeDirectory() }
+                    try AtomicFile.write(bytes, to: path, mode: isStateFile(path) ? .ownerReadWrite : [.ownerReadWrite, .groupRead])
+                } else {
+                    try AtomicFile.remove(path)
+                }
+                written[path] = bytes
+                if let attempts = failing.removeValue(forKey: path) {
+                    logger.notice("\(what(path)) \(bytes == nil ? "removed" : "written") after \(attempts + 1) attempts", metadata: ["path": "\(path)"])
+                } else if bytes != nil {
+                    logger.debug("\(what(path)) written", metadata: ["path": "\(path)"])
+                }
+            } catch {
+                written.removeValue(forKey: path)  // unknown now: written again whatever comes next
+                let attempts = (failing[path] ?? 0) + 1
+                failing[path] = attempts
+                let message = "\(what(path)) not \(bytes == nil ? "removed" : "written")"
+                let metadata: Logger.Metadata = ["path": "\(path)", "error": "\(error)", "attempt": "\(attempts)"]
+                if attempts == 1 { logger.error("\(message); trying again", metadata: metadata) } else { logger.warning("\(message) yet", metadata: metadata) }
+            }
         }
+        armRetry()
     }
 
-    private func remove(_ path: String) {
-        do {
-            try AtomicFile.remove(path)
-        } catch {
-            logger.error("cannot remove \(path): \(error)")
+    private func armRetry() {
+        if failing.isEmpty {
+            retry?.cancel()
+            retry = nil
+            retryDelay = Self.firstRetry
+            return
         }
+        guard retry == nil else { return }
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        timer.schedule(deadline: .now() + .nanoseconds(Int(retryDelay.components.seconds * 1_000_000_000)))
+        timer.setEventHandler { [weak self] in
+            guard let self else { return }
+            retry = nil
+            retryDelay = min(retryDelay * 2, Self.longestRetry)
+            reconcile()
+        }
+        retry = timer
+        timer.resume()
+    }
+
+    private func isStateFile(_ path: String) -> Bool {
+        layout.providers.values.contains { $0.stateFile?.path == path }
+    }
+
+    private func what(_ path: String) -> String {
+        if path == layout.cookieJar { return "cookie jar" }
+        return isStateFile(path) ? "state file" : "token file"
     }
 }

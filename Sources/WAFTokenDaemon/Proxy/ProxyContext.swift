@@ -19,6 +19,8 @@ final class ProxyContext: ConnectionGuardContext {
     }
 
     let provider: WAFTokenProvider
+    /// Its name, which the proxy's metrics carry.
+    let providerName: String
     let metrics: DaemonMetrics
     let logger: Logger
     let board: ProxyBoard
@@ -29,10 +31,11 @@ final class ProxyContext: ConnectionGuardContext {
     let loopGate: LoopGate
 
     init(
-        provider: WAFTokenProvider, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
-        metrics: DaemonMetrics, board: ProxyBoard, logger: Logger
+        provider: WAFTokenProvider, name: String, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup,
+        loopGate: LoopGate, metrics: DaemonMetrics, board: ProxyBoard, logger: Logger
     ) throws(DaemonFailure) {
         self.provider = provider
+        providerName = name
         self.loopGate = loopGate
         self.metrics = metrics
         self.board = board

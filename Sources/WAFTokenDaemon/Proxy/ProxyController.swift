@@ -1,18 +1,20 @@
 import Logging
 import WAFTokenCore
 
-/// Runs the proxy the configuration asks for: starts it, applies a reload (new settings in place,
-/// a new listener when its address changes, off when `proxy.listen` goes), stops it.
+/// Runs the proxy a provider's configuration asks for: starts it, applies a reload (new settings
+/// in place, a new listener when its address changes, off when `proxy.listen` goes), stops it.
 actor ProxyController {
     private let provider: WAFTokenProvider
+    private let name: String
     private let metrics: DaemonMetrics
     private let board: ProxyBoard
     private let logger: Logger
     private var server: ProxyServer?
     static let grace = Duration.seconds(5)
 
-    init(provider: WAFTokenProvider, metrics: DaemonMetrics, board: ProxyBoard, logger: Logger) {
+    init(provider: WAFTokenProvider, name: String, metrics: DaemonMetrics, board: ProxyBoard, logger: Logger) {
         self.provider = provider
+        self.name = name
         self.metrics = metrics
         self.board = board
         self.logger = logger
@@ -34,7 +36,7 @@ actor ProxyController {
             board.serving(settings, at: running.address)
         case (let running, let settings?):
             let replacement = try ProxyServer(
-                provider: provider, settings: settings, connection: connection, metrics: metrics, board: board, logger: logger)
+                provider: provider, name: name, settings: settings, connection: connection, metrics: metrics, board: board, logger: logger)
             // The same address must be let go before it can be bound again; another is bound first,
             // so that a failure leaves the old one serving.
             if let running, running.settings.listen == settings.listen {

@@ -15,10 +15,10 @@ extension ProxyHandler: UpstreamDelegate {
         switch (part, exchange.phase) {
         case (.head(let head), .awaitingAnswer), (.head(let head), .receiving):
             stopStallTimer()
-            proxy.metrics.recordUpstreamLatency(nanoseconds: (NIODeadline.now() - exchange.sentAt).nanoseconds)
+            proxy.metrics.recordUpstreamLatency(provider: proxy.providerName, nanoseconds: (NIODeadline.now() - exchange.sentAt).nanoseconds)
             if ProxyRules.isChallenge(head) {
                 proxy.board.challenges.add(1, ordering: .relaxed)
-                proxy.metrics.countProxyEvent("challenge")
+                proxy.metrics.countProxyEvent(provider: proxy.providerName, "challenge")
             }
             if ProxyRules.isChallenge(head), exchange.replayable, !exchange.replayed {
                 exchange.phase = .holdingChallenge(head, context!.channel.allocator.buffer(capacity: 0))
@@ -121,7 +121,7 @@ extension ProxyHandler: UpstreamDelegate {
         exchange!.upstreamHeadSent = false
         exchange!.upstreamRequestComplete = false
         proxy.board.replays.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyEvent("replay")
+        proxy.metrics.countProxyEvent(provider: proxy.providerName, "replay")
         connect(token: token)
     }
 
@@ -151,7 +151,7 @@ extension ProxyHandler: UpstreamDelegate {
         guard let exchange else { return }
         stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyEvent(kind.rawValue)
+        proxy.metrics.countProxyEvent(provider: proxy.providerName, kind.rawValue)
         if let upstream = exchange.upstream {
             upstream.handler.delegate = nil
             upstream.channel.close(promise: nil)
@@ -199,7 +199,7 @@ extension ProxyHandler: UpstreamDelegate {
 
     private func count(_ status: HTTPResponseStatus) {
         proxy.board.requests.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyRequest(status: status.code)
+        proxy.metrics.countProxyRequest(provider: proxy.providerName, status: status.code)
     }
 
     func armStallTimer(_ exchange: ProxyExchange) {

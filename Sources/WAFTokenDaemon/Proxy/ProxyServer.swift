@@ -11,14 +11,14 @@ final class ProxyServer: Sendable {
     private let listener: Listener
 
     init(
-        provider: WAFTokenProvider, settings: ProxySettings, connection: ConnectionSettings, metrics: DaemonMetrics, board: ProxyBoard,
-        logger: Logger
+        provider: WAFTokenProvider, name: String, settings: ProxySettings, connection: ConnectionSettings, metrics: DaemonMetrics,
+        board: ProxyBoard, logger: Logger
     ) throws(DaemonFailure) {
         let gate = LoopGate()
         listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
         self.settings = settings
         context = try ProxyContext(
-            provider: provider, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
+            provider: provider, name: name, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
             board: board, logger: logger)
     }
 

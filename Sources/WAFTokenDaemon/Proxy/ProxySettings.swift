@@ -2,7 +2,7 @@ import Logging
 import NIOCore
 import WAFTokenCore
 
-/// The proxy's keys, checked together: nil when `proxy.listen` is unset (no proxy).
+/// A provider's proxy keys, checked together: nil when its `proxy.listen` is unset (no proxy).
 struct ProxySettings: Sendable, Equatable {
     enum TokenPlacement: String, Sendable {
         case cookie, header
@@ -21,21 +21,27 @@ struct ProxySettings: Sendable, Equatable {
     /// `tokenService.caFile`: an https upstream is checked against the same trust as the token service.
     var caFile: String?
 
-    init?(_ configuration: DaemonConfiguration) {
-        guard let listen = configuration[Keys.proxyListen], let text = configuration[Keys.proxyUpstream],
-            case .success(let upstream) = UpstreamTarget.parse(text, domainName: configuration.provider.domainName)
+    /// The first provider's proxy (a single-provider configuration's).
+    init?(_ daemon: DaemonConfiguration) {
+        self.init(daemon.providers[0], daemon)
+    }
+
+    init?(_ provider: ProviderConfiguration, _ daemon: DaemonConfiguration) {
+        guard let listen = provider[Keys.proxyListen], let text = provider[Keys.proxyUpstream],
+            case .success(let upstream) = UpstreamTarget.parse(text, domainName: provider.domainName)
         else { return nil }
         self.listen = listen
         self.upstream = upstream
-        mode = configuration[Keys.proxyMode] ?? configuration[Keys.socketMode]
-        tokenIn = TokenPlacement(rawValue: configuration[Keys.proxyTokenIn]) ?? .cookie
-        replayBufferBytes = configuration[Keys.proxyReplayBufferBytes]
-        tokenWait = .seconds(Int64(configuration[Keys.proxyTokenWaitSec]))
-        upstreamTimeout = .seconds(Int64(configuration[Keys.proxyUpstreamTimeoutSec]))
-        allowedUsers = configuration[Keys.proxyAllowedUsers] ?? configuration[Keys.socketAllowedUsers]
-        allowedGroups = configuration[Keys.proxyAllowedGroups] ?? configuration[Keys.socketAllowedGroups]
-        threads = configuration[Keys.proxyThreads]
-        caFile = configuration[Keys.tokenServiceCAFile]
+        mode = provider[Keys.proxyMode] ?? daemon[Keys.socketMode]
+        tokenIn = TokenPlacement(rawValue: provider[Keys.proxyTokenIn]) ?? .cookie
+        replayBufferBytes = provider[Keys.proxyReplayBufferBytes]
+        tokenWait = .seconds(Int64(provider[Keys.proxyTokenWaitSec]))
+        upstreamTimeout = .seconds(Int64(provider[Keys.proxyUpstreamTimeoutSec]))
+        // Its own lists; else the provider's; else the socket's.
+        allowedUsers = provider[Keys.proxyAllowedUsers] ?? provider[Keys.providerAllowedUsers] ?? daemon[Keys.socketAllowedUsers]
+        allowedGroups = provider[Keys.proxyAllowedGroups] ?? provider[Keys.providerAllowedGroups] ?? daemon[Keys.socketAllowedGroups]
+        threads = provider[Keys.proxyThreads]
+        caFile = daemon[Keys.tokenServiceCAFile]
     }
 
     /// What only the keys together can say wrong: an upstream without a listener or the other way

@@ -4,38 +4,53 @@ import Prometheus
 import WAFTokenCore
 
 /// The daemon's metrics, through swift-metrics on a Prometheus registry of its own (no global
-/// bootstrap, so that several daemons can live in one test process). No metric carries a token.
+/// bootstrap, so that several daemons can live in one test process). No metric carries a token;
+/// every provider metric carries a `provider` label (MULTI-5).
 final class DaemonMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     private let requestCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
 
-    private let fetches: CoreMetrics.Counter
-    private let failures: CoreMetrics.Counter
-    private let tokenAge: CoreMetrics.Gauge
-    private let tokenStale: CoreMetrics.Gauge
-    private let tokenPresent: CoreMetrics.Gauge
-    private let consecutiveFailures: CoreMetrics.Gauge
-    private let lifecycleActive: CoreMetrics.Gauge
+    /// One provider's: fetches by result, and the gauges read from its status.
+    private struct ProviderMetrics: Sendable {
+        let fetches: CoreMetrics.Counter
+        let failures: CoreMetrics.Counter
+        let tokenAge: CoreMetrics.Gauge
+        let tokenStale: CoreMetrics.Gauge
+        let tokenPresent: CoreMetrics.Gauge
+        let consecutiveFailures: CoreMetrics.Gauge
+        let lifecycleActive: CoreMetrics.Gauge
+
+        init(_ name: String, factory: PrometheusMetricsFactory) {
+            let label = [("provider", name)]
+            fetches = CoreMetrics.Counter(label: "waf_tokend_token_fetches_total", dimensions: label + [("result", "success")], factory: factory)
+            failures = CoreMetrics.Counter(label: "waf_tokend_token_fetches_total", dimensions: label + [("result", "failure")], factory: factory)
+            tokenAge = CoreMetrics.Gauge(label: "waf_tokend_token_age_seconds", dimensions: label, factory: factory)
+            tokenStale = CoreMetrics.Gauge(label: "waf_tokend_token_stale", dimensions: label, factory: factory)
+            tokenPresent = CoreMetrics.Gauge(label: "waf_tokend_token_present", dimensions: label, factory: factory)
+            consecutiveFailures = CoreMetrics.Gauge(label: "waf_tokend_refresh_consecutive_failures", dimensions: label, factory: factory)
+            lifecycleActive = CoreMetrics.Gauge(label: "waf_tokend_lifecycle_active", dimensions: label, factory: factory)
+        }
+
+        func destroy() {
+            fetches.destroy()
+            failures.destroy()
+            for gauge in [tokenAge, tokenStale, tokenPresent, consecutiveFailures, lifecycleActive] { gauge.destroy() }
+        }
+    }
+
+    private let providers = NIOLockedValueBox<[String: ProviderMetrics]>([:])
     let connections: CoreMetrics.Gauge
     let eventSubscribers: CoreMetrics.Gauge
     private let signals = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
-    private let proxyUpstreamTime: CoreMetrics.Timer
+    private let proxyUpstreamTimes = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
     private let reloads = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
 
     init() {
         factory = PrometheusMetricsFactory(registry: registry)
-        fetches = CoreMetrics.Counter(label: "waf_tokend_token_fetches_total", dimensions: [("result", "success")], factory: factory)
-        failures = CoreMetrics.Counter(label: "waf_tokend_token_fetches_total", dimensions: [("result", "failure")], factory: factory)
-        tokenAge = CoreMetrics.Gauge(label: "waf_tokend_token_age_seconds", factory: factory)
-        tokenStale = CoreMetrics.Gauge(label: "waf_tokend_token_stale", factory: factory)
-        tokenPresent = CoreMetrics.Gauge(label: "waf_tokend_token_present", factory: factory)
-        consecutiveFailures = CoreMetrics.Gauge(label: "waf_tokend_refresh_consecutive_failures", factory: factory)
-        lifecycleActive = CoreMetrics.Gauge(label: "waf_tokend_lifecycle_active", factory: factory)
         connections = CoreMetrics.Gauge(label: "waf_tokend_connections", factory: factory)
         eventSubscribers = CoreMetrics.Gauge(label: "waf_tokend_event_subscribers", factory: factory)
-        proxyUpstreamTime = CoreMetrics.Timer(label: "waf_tokend_proxy_upstream_seconds", preferredDisplayUnit: .seconds, factory: factory)
     }
 
     func countRequests(endpoint: String, status: UInt, by count: Int = 1) {
@@ -51,8 +66,23 @@ final class DaemonMetrics: Sendable {
         counter.increment(by: count)
     }
 
-    func countFetch(success: Bool) {
-        (success ? fetches : failures).increment()
+    func countFetch(provider name: String, success: Bool) {
+        let metrics = provider(name)
+        (success ? metrics.fetches : metrics.failures).increment()
+    }
+
+    /// A provider left the configuration: its series leave the exposition.
+    func forget(provider name: String) {
+        providers.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
+    }
+
+    private func provider(_ name: String) -> ProviderMetrics {
+        providers.withLockedValue { providers in
+            if let metrics = providers[name] { return metrics }
+            let metrics = ProviderMetrics(name, factory: factory)
+            providers[name] = metrics
+            return metrics
+        }
     }
 
     func countSignal(_ name: String) {
@@ -66,36 +96,51 @@ final class DaemonMetrics: Sendable {
     // MARK: The proxy
 
     /// A proxied request's answer to its client, by class: `2xx`, `5xx`.
-    func countProxyRequest(status: UInt) {
-        counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimension: ("class", "\(status / 100)xx")).increment()
+    func countProxyRequest(provider: String, status: UInt) {
+        counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimensions: [("provider", provider), ("class", "\(status / 100)xx")])
+            .increment()
     }
 
     /// `challenge` (an upstream's 202 challenge seen), `replay` (a request sent once more),
     /// `unreachable`, `timeout`, `closed` (upstream failures).
-    func countProxyEvent(_ event: String) {
-        counter(in: proxyCounters, label: "waf_tokend_proxy_events_total", dimension: ("event", event)).increment()
+    func countProxyEvent(provider: String, _ event: String) {
+        counter(in: proxyCounters, label: "waf_tokend_proxy_events_total", dimensions: [("provider", provider), ("event", event)]).increment()
     }
 
     /// From the request's last byte sent upstream to the answer's head.
-    func recordUpstreamLatency(nanoseconds: Int64) {
-        proxyUpstreamTime.recordNanoseconds(nanoseconds)
+    func recordUpstreamLatency(provider: String, nanoseconds: Int64) {
+        let timer = proxyUpstreamTimes.withLockedValue { timers in
+            if let timer = timers[provider] { return timer }
+            let timer = CoreMetrics.Timer(
+                label: "waf_tokend_proxy_upstream_seconds", dimensions: [("provider", provider)], preferredDisplayUnit: .seconds, factory: factory)
+            timers[provider] = timer
+            return timer
+        }
+        timer.recordNanoseconds(nanoseconds)
     }
 
-    /// The Prometheus text exposition, with the gauges read fresh from `status`.
-    func exposition(status: WAFProviderStatus) -> [UInt8] {
-        tokenPresent.record(status.token == nil ? 0 : 1)
-        tokenAge.record(status.token?.age.seconds ?? 0)
-        tokenStale.record(status.token?.stale == false ? 0 : 1)
-        consecutiveFailures.record(status.refresh.consecutiveFailures)
-        lifecycleActive.record(status.lifecycle.active ? 1 : 0)
+    /// The Prometheus text exposition, with each provider's gauges read fresh from its status.
+    func exposition(statuses: [(provider: String, status: WAFProviderStatus)]) -> [UInt8] {
+        for (name, status) in statuses {
+            let metrics = provider(name)
+            metrics.tokenPresent.record(status.token == nil ? 0 : 1)
+            metrics.tokenAge.record(status.token?.age.seconds ?? 0)
+            metrics.tokenStale.record(status.token?.stale == false ? 0 : 1)
+            metrics.consecutiveFailures.record(status.refresh.consecutiveFailures)
+            metrics.lifecycleActive.record(status.lifecycle.active ? 1 : 0)
+        }
         return registry.emitToBuffer()
     }
 
     private func counter(in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimension: (String, String)) -> CoreMetrics.Counter {
+        counter(in: cache, label: label, dimensions: [dimension])
+    }
+
+    private func counter(in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimensions: [(String, String)]) -> CoreMetrics.Counter {
         cache.withLockedValue { counters in
-            let key = "\(label) \(dimension.1)"
+            let key = ([label] + dimensions.map(\.1)).joined(separator: " ")
             if let counter = counters[key] { return counter }
-            let counter = CoreMetrics.Counter(label: label, dimensions: [dimension], factory: factory)
+            let counter = CoreMetrics.Counter(label: label, dimensions: dimensions, factory: factory)
             counters[key] = counter
             return counter
         }

@@ -7,11 +7,11 @@ import WAFTokenCore
 import Glibc
 #endif
 
-/// The running daemon, wired: it builds the provider, storage, the socket server and the
+/// The running daemon, wired: it builds the providers, storage, the socket server and the
 /// services, hands each its dependencies, and runs them under one `ServiceGroup`.
 struct DaemonRuntime {
     private let services: [any Service]
-    private let provider: WAFTokenProvider
+    private let providers: ProviderSet
     private let persistence: TokenPersistence
     private let fetcher: ReloadableTokenFetcher
     private let logger: Logger
@@ -21,69 +21,79 @@ struct DaemonRuntime {
         configuration: DaemonConfiguration, sources: ConfigurationSources, notifier: any ServiceNotifier, inheritedSocket: CInt?,
         integration: DaemonIntegration, demo: Bool, logger: Logger
     ) async throws(DaemonFailure) -> DaemonRuntime {
-        // State first: an HTTP client, once made, must be shut down on every way out.
-        let restored = try configuration[Keys.stateDirectory].map(StateStore.init(directory:))?.load(
-            for: configuration.provider.identity, logger: logger)
-        if let restored { logger.info("restored the saved token", metadata: ["token.fingerprint": "\(WAFToken.fingerprint(of: restored.value))"]) }
+        // The client first (a CA file that cannot be read is a configuration error), then the
+        // providers, each restoring its saved token; one that fails stops those made before it.
         let fetcher = ReloadableTokenFetcher(try TokenFetcherSettings(configuration).makeFetcher(logger: logger))
-        let persistence = TokenPersistence(target: .init(configuration), logger: logger)
+        let persistence = TokenPersistence(layout: .init(configuration), logger: logger)
         let metrics = DaemonMetrics()
         let generation = SnapshotGeneration()
-        let provider = WAFTokenProvider(
-            configuration: configuration.provider, fetcher: fetcher, scheduler: DispatchScheduler(label: "waf-tokend.provider"),
-            options: WAFTokenProviderOptions(
-                lifecycleProfile: configuration[Keys.lifecyclePlatform], jitter: configuration[Keys.refreshJitter],
-                cookieSecure: configuration[Keys.cookieSecure], restoredToken: restored, persist: persistence.persist,
-                snapshotChanged: generation.advance, logger: logger))
-        // Subscribed before anything can happen that matters.
-        let events = provider.events(bufferingPolicy: .unbounded)
         let broadcaster = EventBroadcaster(metrics: metrics)
-        let board = ProxyBoard()
-        let api = APIContext(
-            provider: provider, settings: .init(configuration, logger: logger), metrics: metrics, events: broadcaster,
-            generation: generation,
-            info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), proxy: board,
+        let providers = ProviderSet()
+        let status = StatusReporter(providers: providers, notifier: notifier)
+        let factory = ProviderFactory(
+            fetcher: fetcher, persistence: persistence, broadcaster: broadcaster, metrics: metrics, generation: generation, status: status,
             logger: logger)
+        let socket = ConnectionSettings(configuration, logger: logger)
+        let api = APIContext(
+            providers: providers, settings: socket, metrics: metrics, events: broadcaster, generation: generation,
+            info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
         let server = SocketServer(
             api: api, path: configuration[Keys.socketPath], mode: configuration[Keys.socketMode], threads: configuration[Keys.socketThreads])
-        let proxy = ProxyController(provider: provider, metrics: metrics, board: board, logger: logger)
-        let status = StatusReporter(provider: provider, notifier: notifier)
-        let reloader = Reloader(
-            configuration: configuration, sources: sources, provider: provider, fetcher: fetcher, persistence: persistence, api: api,
-            proxy: proxy, metrics: metrics, notifier: notifier, status: status, logger: logger)
-        // Before the socket serves: a client that sees the daemon may signal it at once.
-        let signals = SignalService(provider: provider, reloader: reloader, metrics: metrics, logger: logger)
         do throws(DaemonFailure) {
+            for provider in configuration.providers { providers.insert(try factory.make(provider, daemon: configuration, socket: socket.policy)) }
+            let reloader = Reloader(
+                configuration: configuration, sources: sources, providers: providers, factory: factory, fetcher: fetcher, persistence: persistence,
+                api: api, metrics: metrics, notifier: notifier, status: status, logger: logger)
+            // Before the socket serves: a client that sees the daemon may signal it at once.
+            let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, logger: logger)
             try await server.start(inheritedDescriptor: inheritedSocket)
             do throws(DaemonFailure) {
-                let settings = ProxySettings(configuration)
-                try await proxy.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: logger) } ?? api.settings)
+                for entry in providers.all { try await Self.startProxy(entry, configuration, socket: socket, logger: logger) }
             } catch {
+                for entry in providers.all { await entry.proxy.stop() }
                 await server.stop(grace: .zero)
                 throw error
             }
+            logger.info(
+                "serving the token API",
+                metadata: [
+                    "socket": "\(server.listeningPath)", "activated": "\(inheritedSocket != nil)",
+                    "domain": "\(configuration.providers.map(\.domainName).joined(separator: ","))",
+                    "providers": "\(providers.names.joined(separator: ","))",
+                    "platform": "\(configuration[Keys.lifecyclePlatform].rawValue)",
+                ])
+            // Stopped in reverse: the server first (no new requests), storage last (every write done).
+            let services: [any Service] = [
+                persistence,
+                ReadinessService(providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: status),
+                signals,
+                WatchdogService(notifier: notifier, probe: Self.probe(providers, integration)),
+                SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
+                ProxyService(providers: providers),
+            ]
+            return DaemonRuntime(services: services, providers: providers, persistence: persistence, fetcher: fetcher, logger: logger)
         } catch {
-            provider.shutdown()
+            for entry in providers.all { entry.provider.shutdown() }
             await fetcher.shutdown()
             throw error
         }
-        logger.info(
-            "serving the token API",
-            metadata: [
-                "socket": "\(server.listeningPath)", "activated": "\(inheritedSocket != nil)",
-                "domain": "\(configuration.provider.domainName)", "platform": "\(configuration[Keys.lifecyclePlatform].rawValue)",
-            ])
-        // Stopped in reverse: the server first (no new requests), storage last (every write done).
-        let services: [any Service] = [
-            persistence,
-            ProviderEventsService(events: events, broadcaster: broadcaster, metrics: metrics, status: status),
-            ReadinessService(provider: provider, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: status),
-            signals,
-            WatchdogService(notifier: notifier, probe: integration.livenessProbe(provider)),
-            SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
-            ProxyService(controller: proxy),
-        ]
-        return DaemonRuntime(services: services, provider: provider, persistence: persistence, fetcher: fetcher, logger: logger)
+    }
+
+    /// Starts (or with a reload, changes) the proxy of `entry`, if its configuration has one.
+    static func startProxy(
+        _ entry: ProviderEntry, _ configuration: DaemonConfiguration, socket: ConnectionSettings, logger: Logger
+    ) async throws(DaemonFailure) {
+        let settings = ProxySettings(entry.configuration, configuration)
+        try await entry.proxy.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: logger) } ?? socket)
+    }
+
+    /// The watchdog's check: every provider's state context answers.
+    private static func probe(_ providers: ProviderSet, _ integration: DaemonIntegration) -> DaemonIntegration.LivenessProbe {
+        { completion in
+            let entries = providers.all
+            let answers = Countdown<Void>(entries.count) { _ in completion() }
+            for entry in entries { integration.livenessProbe(entry.provider)({ answers.arrived(()) }) }
+        }
     }
 
     /// Serves until SIGTERM or SIGINT, then stops gracefully. Returns the exit code.
@@ -98,14 +108,14 @@ struct DaemonRuntime {
             code = DaemonFailure.Code.failure.rawValue
         }
         // A wedged provider must not hold the stop up for ever.
-        let provider = provider
+        let entries = providers.all
         let stopped = DispatchSemaphore(value: 0)
         DispatchQueue.global().async {
-            provider.shutdown()
+            for entry in entries { entry.provider.shutdown() }
             stopped.signal()
         }
         if stopped.wait(timeout: .now() + 5) == .timedOut {
-            logger.error("the provider did not stop within 5 s; exiting without it")
+            logger.error("a provider did not stop within 5 s; exiting without it")
             code = DaemonFailure.Code.failure.rawValue
         }
         persistence.flush()

@@ -40,9 +40,20 @@ public struct NoServiceNotifier: ServiceNotifier {
     public func watchdogPing() {}
 }
 
-/// The one-line summary of the provider for `STATUS=`, e.g.
-/// `token fresh (age 12s), foreground, next refresh in 288s`.
+/// The one-line summary of the providers for `STATUS=`: one provider's as
+/// `token fresh (age 12s), foreground, next refresh in 288s`; several counted, with the line of
+/// each that has no fresh token (the first three).
 enum StatusLine {
+    static func compose(_ statuses: [(name: String, status: WAFProviderStatus)], now: Date = .now) -> String {
+        if statuses.count == 1, let only = statuses.first { return compose(only.status, now: now) }
+        let behind = statuses.filter { $0.status.token?.stale != false }
+        var line = "\(statuses.count) providers, \(statuses.count - behind.count) with a fresh token"
+        let shown = behind.prefix(3).map { "\($0.name): \(compose($0.status, now: now))" }
+        if !shown.isEmpty { line += "; " + shown.joined(separator: "; ") }
+        if behind.count > 3 { line += "; and \(behind.count - 3) more" }
+        return line
+    }
+
     static func compose(_ status: WAFProviderStatus, now: Date = .now) -> String {
         var parts: [String] = []
         if let token = status.token {

@@ -4,8 +4,8 @@ import NIOCore
 import Synchronization
 import WAFTokenCore
 
-/// What every connection's handlers share: the provider, the reloadable settings, metrics, the
-/// event streams, and the generation of the provider's snapshot that cached answers are built on.
+/// What every connection's handlers share: the providers, the reloadable settings, metrics, the
+/// event streams, and the generation of the providers' snapshots that cached answers are built on.
 final class APIContext: ConnectionGuardContext {
     typealias Settings = ConnectionSettings
 
@@ -16,13 +16,11 @@ final class APIContext: ConnectionGuardContext {
         var pid: Int32
     }
 
-    let provider: WAFTokenProvider
+    let providers: ProviderSet
     let metrics: DaemonMetrics
     let events: EventBroadcaster
     let logger: Logger
     let info: Info
-    /// The proxy's state for `/v1/status`.
-    let proxy: ProxyBoard
     let started = ContinuousClock.now
     private let current: NIOLockedValueBox<Settings>
     /// The fast path rebuilds its cached answer when this moves.
@@ -35,11 +33,10 @@ final class APIContext: ConnectionGuardContext {
     let openConnections = Atomic<Int>(0)
 
     init(
-        provider: WAFTokenProvider, settings: Settings, metrics: DaemonMetrics, events: EventBroadcaster, generation: SnapshotGeneration,
-        info: Info, proxy: ProxyBoard = ProxyBoard(), logger: Logger
+        providers: ProviderSet, settings: Settings, metrics: DaemonMetrics, events: EventBroadcaster, generation: SnapshotGeneration,
+        info: Info, logger: Logger
     ) {
-        self.proxy = proxy
-        self.provider = provider
+        self.providers = providers
         self.generation = generation
         current = NIOLockedValueBox(settings)
         self.metrics = metrics

@@ -8,7 +8,8 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// Fans provider events out to the `GET /v1/events` streams (Server-Sent Events).
+/// Fans provider events out to the `GET /v1/events` streams (Server-Sent Events), each event
+/// naming its provider, each stream getting the providers it asked for and may see (MULTI-3).
 ///
 /// Each event is encoded once; each subscriber writes it on its own event loop. While anyone
 /// listens, a comment goes out every 15 s so that proxies and idle timers keep the stream open;
@@ -17,6 +18,8 @@ final class EventBroadcaster: Sendable {
     struct Subscriber: Sendable {
         let eventLoop: any EventLoop
         let gate: LoopGate
+        /// Whether the stream gets events of this provider.
+        let wants: @Sendable (String) -> Bool
         /// Writes one frame; called on `eventLoop`.
         let send: @Sendable (ByteBuffer) -> Void
         /// Ends the stream (shutdown); called on `eventLoop`.
@@ -46,7 +49,7 @@ final class EventBroadcaster: Sendable {
             if state.keepAlive == nil {
                 state.keepAlive = subscriber.eventLoop.scheduleRepeatedTask(
                     initialDelay: Self.keepAliveInterval, delay: Self.keepAliveInterval
-                ) { [weak self] _ in self?.publish(raw: ": keep-alive\n\n") }
+                ) { [weak self] _ in self?.publish(raw: ": keep-alive\n\n", provider: nil) }
             }
             return (state.nextID, state.subscribers.count)
         }
@@ -66,9 +69,9 @@ final class EventBroadcaster: Sendable {
         metrics.eventSubscribers.record(count)
     }
 
-    /// Sends `event` to every stream, if it is one the API announces.
-    func publish(_ event: WAFProviderEvent) {
-        if let frame = Self.frame(event) { publish(raw: frame) }
+    /// Sends `event` of `provider` to every stream that wants it, if it is one the API announces.
+    func publish(_ event: WAFProviderEvent, provider: String) {
+        if let frame = Self.frame(event, provider: provider) { publish(raw: frame, provider: provider) }
     }
 
     /// Ends every stream (graceful stop).
@@ -77,8 +80,9 @@ final class EventBroadcaster: Sendable {
         for subscriber in subscribers { subscriber.gate.execute(on: subscriber.eventLoop) { subscriber.finish() } }
     }
 
-    private func publish(raw frame: String) {
-        let subscribers = state.withLockedValue { Array($0.subscribers.values) }
+    /// A frame of `provider` to the streams that want it; with no provider (a keep-alive) to all.
+    private func publish(raw frame: String, provider: String?) {
+        let subscribers = state.withLockedValue { Array($0.subscribers.values) }.filter { subscriber in provider.map(subscriber.wants) ?? true }
         guard !subscribers.isEmpty else { return }
         let buffer = ByteBuffer(string: frame)
         for subscriber in subscribers { subscriber.gate.execute(on: subscriber.eventLoop) { subscriber.send(buffer) } }
@@ -86,14 +90,16 @@ final class EventBroadcaster: Sendable {
 
     // MARK: Frames
 
-    static func frame(_ event: WAFProviderEvent) -> String? {
+    static func frame(_ event: WAFProviderEvent, provider: String) -> String? {
         switch event {
         case .tokenUpdated(let token, let origin):
-            frame("token", TokenEvent(token, origin: origin))
+            frame("token", TokenEvent(token, origin: origin, provider: provider))
         case .lifecycleChanged(let lifecycle):
-            frame("lifecycle", LifecycleBody(lifecycle))
+            frame("lifecycle", LifecycleBody(lifecycle, provider: provider))
         case .refreshFailed(let error, let failures, let next):
-            frame("error", ErrorEvent(error: error.name, message: error.description, consecutiveFailures: failures, nextAttemptAt: next.map(APIResponse.timeStyle.format)))
+            frame("error", ErrorEvent(
+                provider: provider, error: error.name, message: error.description, consecutiveFailures: failures,
+                nextAttemptAt: next.map(APIResponse.timeStyle.format)))
         case .refreshHeld, .callbackFailed, .tokenDropped:
             nil
         }
@@ -107,12 +113,14 @@ final class EventBroadcaster: Sendable {
     }
 
     struct TokenEvent: Encodable {
+        let provider: String
         let value: String
         let fetchedAt: String
         let fingerprint: String
         let origin: String
 
-        init(_ token: WAFToken, origin: WAFTokenOrigin) {
+        init(_ token: WAFToken, origin: WAFTokenOrigin, provider: String) {
+            self.provider = provider
             value = token.value
             fetchedAt = APIResponse.timeStyle.format(token.fetchedAt)
             fingerprint = token.fingerprint
@@ -121,6 +129,7 @@ final class EventBroadcaster: Sendable {
     }
 
     struct ErrorEvent: Encodable {
+        let provider: String
         let error: String
         let message: String
         let consecutiveFailures: Int
@@ -128,14 +137,16 @@ final class EventBroadcaster: Sendable {
     }
 }
 
-/// `lifecycle` as the status and the events show it.
+/// `lifecycle` as the status and the events show it (an event names its provider).
 struct LifecycleBody: Encodable {
+    let provider: String?
     let state: String
     let profile: String
     let active: Bool
     let paused: Bool
 
-    init(_ lifecycle: WAFProviderStatus.Lifecycle) {
+    init(_ lifecycle: WAFProviderStatus.Lifecycle, provider: String? = nil) {
+        self.provider = provider
         state = lifecycle.state.rawValue
         profile = lifecycle.profile.rawValue
         active = lifecycle.active

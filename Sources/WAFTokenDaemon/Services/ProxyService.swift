@@ -1,12 +1,14 @@
 import ServiceLifecycle
 
-/// The proxy's part in the daemon's life: it serves (or not) as the controller was told, and on
-/// the graceful stop finishes the requests in flight, bounded, and closes.
+/// The proxies' part in the daemon's life: each serves (or not) as its provider's controller was
+/// told, and on the graceful stop finishes the requests in flight, bounded, and closes.
 struct ProxyService: Service {
-    let controller: ProxyController
+    let providers: ProviderSet
 
     func run() async {
         try? await gracefulShutdown()
-        await controller.stop()
+        await withTaskGroup(of: Void.self) { group in
+            for entry in providers.all { group.addTask { await entry.proxy.stop() } }
+        }
     }
 }

@@ -2,14 +2,14 @@ import ServiceLifecycle
 import WAFTokenCore
 
 /// Tells the service manager the daemon is ready: once the socket listens, or, with
-/// `readiness.waitForToken`, once the first fresh token is cached, extending the start timeout
-/// meanwhile.
+/// `readiness.waitForToken`, once every provider has cached its first fresh token, extending the
+/// start timeout meanwhile.
 struct ReadinessService: Service {
     /// Each extension asks for this much more time, and is renewed well before it runs out.
     static let extensionStep = Duration.seconds(30)
     static let renewEvery = Duration.seconds(10)
 
-    let provider: WAFTokenProvider
+    let providers: ProviderSet
     let notifier: any ServiceNotifier
     let waitForToken: Bool
     let status: StatusReporter
@@ -18,7 +18,7 @@ struct ReadinessService: Service {
         if waitForToken {
             let clock = ContinuousClock()
             var renewAt = clock.now
-            while provider.cachedToken()?.stale != false {
+            while providers.all.contains(where: { $0.provider.cachedToken()?.stale != false }) {
                 if clock.now >= renewAt {
                     notifier.extendTimeout(by: Self.extensionStep)
                     notifier.status("waiting for the first token")

@@ -7,7 +7,8 @@ import WAFTokenCore
 import Glibc
 #endif
 
-/// SIGUSR1 (foreground), SIGUSR2 (background; again: closed) and SIGHUP (reload), through
+/// SIGUSR1 (foreground), SIGUSR2 (background; again: closed) for every provider (one app, one
+/// lifecycle), and SIGHUP (reload), through
 /// `DispatchSourceSignal`s on a queue of their own. The sources are armed when it is made, which
 /// the runtime does before the socket serves: a signal sent as soon as a client can see the daemon
 /// (its socket answers, READY=1) is handled, never dropped by the ignore of `ignoreDefaultActions`.
@@ -16,15 +17,15 @@ final class SignalService: Service, @unchecked Sendable {
     /// ignored as the very first thing the daemon does, before any can arrive unhandled.
     static let handled: [Int32] = [SIGUSR1, SIGUSR2, SIGHUP]
 
-    private let provider: WAFTokenProvider
+    private let providers: ProviderSet
     private let reloader: Reloader
     private let metrics: DaemonMetrics
     private let logger: Logger
     // Set once in init; dispatch sources are thread-safe but not marked Sendable on Linux.
     private var sources: [any DispatchSourceSignal] = []
 
-    init(provider: WAFTokenProvider, reloader: Reloader, metrics: DaemonMetrics, logger: Logger) {
-        self.provider = provider
+    init(providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, logger: Logger) {
+        self.providers = providers
         self.reloader = reloader
         self.metrics = metrics
         self.logger = logger
@@ -68,13 +69,17 @@ final class SignalService: Service, @unchecked Sendable {
     private func lifecycle(foreground: Bool, count: Int, name: String) {
         metrics.countSignal(name)
         let logger = logger
-        provider.updateLifecycle({ state in
-            if foreground { return .foreground }
-            var state = state
-            for _ in 0..<min(count, 2) { state = state == .foreground ? .background : .closed }
-            return state
-        }) { lifecycle in
+        let entries = providers.all
+        let moved = Countdown<WAFProviderStatus.Lifecycle>(entries.count) { lifecycle in
             logger.info("lifecycle signal", metadata: ["signal": "\(name)", "state": "\(lifecycle.state.rawValue)"])
+        }
+        for entry in entries {
+            entry.provider.updateLifecycle({ state in
+                if foreground { return .foreground }
+                var state = state
+                for _ in 0..<min(count, 2) { state = state == .foreground ? .background : .closed }
+                return state
+            }) { moved.arrived($0) }
         }
     }
 }

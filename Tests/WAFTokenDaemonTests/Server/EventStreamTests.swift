@@ -15,7 +15,7 @@ struct EventStreamTests {
         #expect(opening.contains("event: lifecycle\n"))
         // The daemon's events service publishes what the provider announces.
         let next = WAFToken(value: "token-2", fetchedAt: .now, fetchedAtMonotonic: .origin)
-        socket.api.events.publish(.tokenUpdated(next, origin: .fetched))
+        socket.api.events.publish(.tokenUpdated(next, origin: .fetched), provider: "default")
         socket.settle()
         let more = try socket.written()
         #expect(more.contains("event: token") && more.contains("token-2"), "\(more)")

@@ -118,11 +118,12 @@ final class APIHandler: ChannelInboundHandler {
             "/v1/token": ([.GET, .HEAD], { self.token(context, head, query) }),
             "/v1/refresh": ([.POST], { self.refresh(context, head, query) }),
             "/v1/cookie": ([.GET, .HEAD], { self.cookie(context, head, query) }),
-            "/v1/events": ([.GET], { self.events(context, head) }),
-            "/v1/status": ([.GET, .HEAD], { self.status(context, head) }),
+            "/v1/events": ([.GET], { self.events(context, head, query) }),
+            "/v1/status": ([.GET, .HEAD], { self.status(context, head, query) }),
+            "/v1/providers": ([.GET, .HEAD], { self.providersList(context, head) }),
             "/v1/lifecycle": ([.PUT], { self.lifecycle(context, head) }),
             "/healthz": ([.GET, .HEAD], { self.health(context, head) }),
-            "/readyz": ([.GET, .HEAD], { self.ready(context, head) }),
+            "/readyz": ([.GET, .HEAD], { self.ready(context, head, query) }),
             "/metrics": ([.GET, .HEAD], { self.metrics(context, head) }),
         ]
         guard let (methods, handle) = routes[target.path] else {

@@ -17,7 +17,7 @@ extension APIHandler {
         guard path.hasPrefix("/") else {
             return answer(.error(.badRequest, "badRequest", "path must start with /, not \(path.prefix(80).debugDescription)"))
         }
-        let manager = api.provider.cookieManager
+        guard let manager = provider(for: query, context, head, endpoint: "/v1/cookie")?.provider.cookieManager else { return }
         let settings = manager.settings
         guard settings.setTokenCookie else {
             return answer(.error(.notFound, "noCookie", "the token cookie is off (setTokenCookie: false)"))

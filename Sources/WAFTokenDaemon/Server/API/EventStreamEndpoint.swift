@@ -11,8 +11,21 @@ import Foundation
 extension APIHandler {
     // MARK: /v1/events
 
-    /// Server-Sent Events: the current token and lifecycle first, then every change.
-    func events(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+    /// Server-Sent Events: the current token and lifecycle first, then every change; of the
+    /// provider asked for, or without a selector of every provider the peer may use (MULTI-3).
+    func events(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
+        let entries: [ProviderEntry]
+        let wants: @Sendable (String) -> Bool
+        if query["provider"] != nil || query["domain"] != nil {
+            guard let entry = provider(for: query, context, head, endpoint: "/v1/events") else { return }
+            entries = [entry]
+            wants = { [name = entry.name] in $0 == name }
+        } else {
+            let (providers, peer) = (api.providers, connection.peer)
+            entries = api.visibleProviders(to: peer)
+            // Decided per event: a provider a reload adds is seen by the streams its lists allow.
+            wants = { name in providers.named(name)?.allows(peer) == true }
+        }
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("Date", HTTPDate.format(.now)),
         ])
@@ -22,15 +35,18 @@ extension APIHandler {
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         // Subscribe before reading the current state: a change in between is sent twice, never lost.
         stream = api.events.subscribe(.init(
-            eventLoop: context.eventLoop, gate: api.loopGate,
+            eventLoop: context.eventLoop, gate: api.loopGate, wants: wants,
             send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
             finish: { bound.value.handler.finishStream(bound.value.context) }))
-        if let cached = api.provider.cachedToken() {
-            sendFrame(ByteBuffer(string: EventBroadcaster.frame("token", EventBroadcaster.TokenEvent(cached.token, origin: .fetched))), context)
-        }
-        api.provider.status { [gate = api.loopGate] status in
-            let frame = ByteBuffer(string: EventBroadcaster.frame("lifecycle", LifecycleBody(status.lifecycle)))
-            gate.execute(on: bound.eventLoop) { bound.value.handler.sendFrame(frame, bound.value.context) }
+        for entry in entries {
+            if let cached = entry.provider.cachedToken() {
+                let event = EventBroadcaster.TokenEvent(cached.token, origin: .fetched, provider: entry.name)
+                sendFrame(ByteBuffer(string: EventBroadcaster.frame("token", event)), context)
+            }
+            entry.provider.status { [gate = api.loopGate, name = entry.name] status in
+                let frame = ByteBuffer(string: EventBroadcaster.frame("lifecycle", LifecycleBody(status.lifecycle, provider: name)))
+                gate.execute(on: bound.eventLoop) { bound.value.handler.sendFrame(frame, bound.value.context) }
+            }
         }
     }
 

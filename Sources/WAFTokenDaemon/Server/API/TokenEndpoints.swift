@@ -12,10 +12,11 @@ import Foundation
 extension APIHandler {
     // MARK: /v1/token, /v1/refresh
 
-    /// `getToken()`; with `?wait=`, `onTokenReady()` (README, waf-tokenctl).
+    /// `getToken()`; with `?wait=`, `onTokenReady()` (README, waf-tokenctl); of the provider the
+    /// query names (MULTI-2).
     func token(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
-        let provider = api.provider
+        guard let provider = provider(for: query, context, head, endpoint: "/v1/token")?.provider else { return }
         if let text = query["wait"] {
             guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/token") }
             let reply = answerLater(context, head, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text))
@@ -39,7 +40,7 @@ extension APIHandler {
         let text = query["wait"] ?? String(Int(Self.defaultRefreshWait))
         guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/refresh") }
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
-        let provider = api.provider
+        guard let provider = provider(for: query, context, head, endpoint: "/v1/refresh")?.provider else { return }
         let reply = answerLater(context, head, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text))
         provider.refreshToken { token, error in reply(Self.answer(token, error, plainText: plainText, provider: provider)) }
     }

@@ -20,13 +20,13 @@ struct TokenResponseCache {
 
     /// Brings the answers up to date; returns true when they were rebuilt.
     @discardableResult
-    mutating func refresh(api: APIContext, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
+    mutating func refresh(provider: WAFTokenProvider, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
         guard second != self.second || generation != self.generation else { return false }
         self.second = second
         self.generation = generation
-        answersFromCache = api.provider.configuration.backgroundRefreshEnabled
+        answersFromCache = provider.configuration.backgroundRefreshEnabled
         let date = HTTPDate.format(Date(timeIntervalSince1970: Double(second)))
-        if let cached = api.provider.cachedToken() {
+        if let cached = provider.cachedToken() {
             status = 200
             json = APIResponse.json(.ok, TokenBody(cached)).encoded(keepAlive: true, date: date, allocator: allocator)
             plainText = APIResponse.text(.ok, cached.token.value).encoded(keepAlive: true, date: date, allocator: allocator)

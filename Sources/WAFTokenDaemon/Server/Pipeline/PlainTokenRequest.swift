@@ -1,4 +1,5 @@
-/// Recognises the hot request, a plain `GET /v1/token` over HTTP/1.1, from its raw head.
+/// Recognises the hot request, a plain `GET /v1/token` over HTTP/1.1, from its raw head, with
+/// at most one selector (`?provider=NAME` or `?domain=HOST`, MULTI-2).
 ///
 /// It is deliberately narrow: anything that touches message framing or the connection
 /// (Content-Length, Transfer-Encoding, Connection, Expect, Upgrade) or a malformed line makes it
@@ -7,6 +8,44 @@
 /// http+unix) send none.
 enum PlainTokenRequest {
     static let requestLine = Array("GET /v1/token HTTP/1.1\r\n".utf8)
+    private static let path = Array("GET /v1/token".utf8)
+    private static let version = Array(" HTTP/1.1\r\n".utf8)
+    private static let providerQuery = Array("?provider=".utf8)
+    private static let domainQuery = Array("?domain=".utf8)
+
+    /// What the fast path answers a head with: the text or JSON form, for the selector's provider
+    /// (the query's bytes without the `?`, nil for none).
+    struct Decision {
+        let plainText: Bool
+        let selector: Range<Int>?
+    }
+
+    /// For a complete head: nil if the fast path must not answer it.
+    static func decide(_ head: UnsafeRawBufferPointer) -> Decision? {
+        guard head.count > path.count + version.count, head.prefix(path.count).elementsEqual(path) else { return nil }
+        var index = path.count
+        var selector: Range<Int>?
+        if head[index] == UInt8(ascii: "?") {
+            let isProvider = head[index...].starts(with: providerQuery)
+            guard isProvider || head[index...].starts(with: domainQuery) else { return nil }
+            let valueStart = index + (isProvider ? providerQuery.count : domainQuery.count)
+            var end = valueStart
+            while end < head.count, isSelectorByte(head[end], provider: isProvider) { end += 1 }
+            guard end > valueStart, end - valueStart <= (isProvider ? 32 : 253) else { return nil }
+            selector = (index + 1)..<end
+            index = end
+        }
+        guard head[index...].starts(with: version) else { return nil }
+        return prefersPlainText(head, headersAt: index + version.count).map { Decision(plainText: $0, selector: selector) }
+    }
+
+    private static func isSelectorByte(_ byte: UInt8, provider: Bool) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"): true
+        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "."): !provider
+        default: false
+        }
+    }
     private static let disqualifying: [[UInt8]] = ["content-length", "transfer-encoding", "connection", "expect", "upgrade"].map { Array($0.utf8) }
     private static let accept = Array("accept".utf8)
 
@@ -41,8 +80,13 @@ enum PlainTokenRequest {
     /// `text/plain` (true) or JSON (false).
     static func prefersPlainText(_ head: UnsafeRawBufferPointer) -> Bool? {
         guard head.count >= requestLine.count, head.prefix(requestLine.count).elementsEqual(requestLine) else { return nil }
+        return prefersPlainText(head, headersAt: requestLine.count)
+    }
+
+    /// The header lines from `headersAt` on: nil if any disqualifies the head.
+    private static func prefersPlainText(_ head: UnsafeRawBufferPointer, headersAt start: Int) -> Bool? {
         var acceptValue: Range<Int>?
-        var lineStart = requestLine.count
+        var lineStart = start
         let end = head.count - 2  // the final CRLF
         while lineStart < end {
             var lineEnd = lineStart

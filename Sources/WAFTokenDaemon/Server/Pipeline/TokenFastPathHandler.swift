@@ -6,8 +6,11 @@ import WAFTokenCore
 import Glibc
 #endif
 
-/// Answers the hot request, a plain `GET /v1/token` (`PlainTokenRequest`), from pre-encoded bytes
-/// without the HTTP codec; pipelined ones are answered in one write. The first request it does not
+/// Answers the hot request, a plain `GET /v1/token` (`PlainTokenRequest`), with or without a
+/// provider selector, from pre-encoded bytes without the HTTP codec; pipelined ones are answered
+/// in one write. Which provider a selector means, and whether the peer may use it, is decided
+/// once per connection and selector, again when anything was published or reloaded; a request
+/// the API would refuse (unknown provider, 403) goes to the codec, which answers it. The first request it does not
 /// answer switches the connection to the NIOHTTP1 pipeline behind it for good, so framing and
 /// pipelining stay the codec's business. It answers only while the connection can write: a client
 /// that pipelines without reading gets no more than the socket buffers hold.
@@ -21,7 +24,10 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
     private let connection: ConnectionState
     private var codec = false
     private var pending: ByteBuffer?
-    private var cache = TokenResponseCache()
+    /// Each provider's answers, by name.
+    private var caches: [String: TokenResponseCache] = [:]
+    /// The last selector seen (its bytes), the provider it means, and the generation that held.
+    private var resolved: (selector: [UInt8], provider: ProviderEntry, generation: UInt64)?
     /// Answers since the last flush to the metrics: with a token (200), without (503).
     private var servedSinceFlush = (withToken: 0, without: 0)
     private var stopping = false
@@ -58,25 +64,30 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         guard connection.allowed else { return switchToCodec(context) }
         var answered = false
         while var buffer = pending, buffer.readableBytes > 0, context.channel.isWritable {
-            let decision: (length: Int, plainText: Bool?)?? = buffer.withUnsafeReadableBytes { bytes in
+            let decision: (length: Int, request: PlainTokenRequest.Decision?, selector: [UInt8])?? = buffer.withUnsafeReadableBytes { bytes in
                 guard let length = PlainTokenRequest.headLength(in: bytes, limit: SocketPipeline.maximumHeadBytes) else {
                     // A line ending in a bare LF never completes a head here: the codec refuses it (400).
                     return PlainTokenRequest.hasBareLineFeed(bytes) ? .some(nil) : nil
                 }
-                return (length, PlainTokenRequest.prefersPlainText(UnsafeRawBufferPointer(rebasing: bytes[0..<length])))
+                let request = PlainTokenRequest.decide(UnsafeRawBufferPointer(rebasing: bytes[0..<length]))
+                return (length, request, request?.selector.map { Array(bytes[$0]) } ?? [])
             }
             guard let decision else {
                 if buffer.readableBytes > SocketPipeline.maximumHeadBytes { return switchToCodec(context) }  // the codec refuses it: 431
                 break
             }
-            guard let decision else { return switchToCodec(context) }
-            if cache.refresh(api: api, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator) {
+            guard let decision, let request = decision.request, !stopping, let entry = provider(for: decision.selector) else {
+                return switchToCodec(context)
+            }
+            var cache = caches[entry.name] ?? TokenResponseCache()
+            if cache.refresh(provider: entry.provider, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator) {
                 flushCounts()
             }
-            guard let plainText = decision.plainText, cache.answersFromCache, !stopping else { return switchToCodec(context) }
+            caches[entry.name] = cache
+            guard cache.answersFromCache else { return switchToCodec(context) }
             buffer.moveReaderIndex(forwardBy: decision.length)
             pending = buffer.readableBytes > 0 ? buffer : nil
-            context.write(wrapOutboundOut(plainText ? cache.plainText : cache.json), promise: nil)
+            context.write(wrapOutboundOut(request.plainText ? cache.plainText : cache.json), promise: nil)
             if cache.status == 200 { servedSinceFlush.withToken += 1 } else { servedSinceFlush.without += 1 }
             answered = true
         }
@@ -84,6 +95,20 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
             context.flush()
             context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: pending != nil), promise: nil)
         }
+    }
+
+    /// The provider `selector` (a query's bytes, empty for none) means and the peer may use; nil
+    /// when the API would refuse the request.
+    private func provider(for selector: [UInt8]) -> ProviderEntry? {
+        let generation = api.generation.current
+        if let resolved, resolved.generation == generation, resolved.selector == selector { return resolved.provider }
+        var query: [String: String] = [:]
+        if let equals = selector.firstIndex(of: UInt8(ascii: "=")) {
+            query[String(decoding: selector[..<equals], as: UTF8.self)] = String(decoding: selector[(equals + 1)...], as: UTF8.self)
+        }
+        guard case .provider(let entry) = api.select(query, peer: connection.peer) else { return nil }
+        resolved = (selector, entry, generation)
+        return entry
     }
 
     private func switchToCodec(_ context: ChannelHandlerContext) {

@@ -1,0 +1,75 @@
+import Logging
+import WAFTokenCore
+
+/// Makes the daemon's providers and takes them apart: each restored from its own state file,
+/// started with the shared token-service client, watched (its events go to `/v1/events`, the
+/// metrics and the status line, named), with its own proxy; at removal stopped and its files
+/// cleared. The start and every reload make providers the same way.
+struct ProviderFactory: Sendable {
+    let fetcher: ReloadableTokenFetcher
+    let persistence: TokenPersistence
+    let broadcaster: EventBroadcaster
+    let metrics: DaemonMetrics
+    let generation: SnapshotGeneration
+    let status: StatusReporter
+    let logger: Logger
+
+    /// `socket` is the socket's access policy, which a provider without lists of its own shares.
+    func make(_ configuration: ProviderConfiguration, daemon: DaemonConfiguration, socket: AccessPolicy) throws(DaemonFailure) -> ProviderEntry {
+        let name = configuration.name
+        var logger = logger
+        logger[metadataKey: "provider"] = "\(name)"
+        let restored = try daemon[Keys.stateDirectory].map { StateStore(directory: $0, provider: name) }?.load(for: configuration.identity, logger: logger)
+        if let restored { logger.info("restored the saved token", metadata: ["token.fingerprint": "\(WAFToken.fingerprint(of: restored.value))"]) }
+        let persistence = persistence
+        let provider = WAFTokenProvider(
+            configuration: configuration.configuration, fetcher: fetcher, scheduler: DispatchScheduler(label: "waf-tokend.provider.\(name)"),
+            options: WAFTokenProviderOptions(
+                lifecycleProfile: daemon[Keys.lifecyclePlatform], jitter: daemon[Keys.refreshJitter], cookieSecure: daemon[Keys.cookieSecure],
+                restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
+        let (broadcaster, metrics, status) = (broadcaster, metrics, status)
+        provider.observe { event in
+            broadcaster.publish(event, provider: name)
+            switch event {
+            case .tokenUpdated(_, .fetched): metrics.countFetch(provider: name, success: true)
+            case .refreshFailed: metrics.countFetch(provider: name, success: false)
+            default: break
+            }
+            status.report()
+        }
+        let board = ProxyBoard()
+        return ProviderEntry(
+            configuration: configuration, provider: provider, access: Self.access(configuration, socket: socket, logger: logger),
+            proxy: ProxyController(provider: provider, name: name, metrics: metrics, board: board, logger: logger), board: board)
+    }
+
+    /// Stops a provider that is gone from the configuration: no more fetches, its proxy closed.
+    /// (Its files go when storage is told the new layout.)
+    func retire(_ entry: ProviderEntry) async {
+        entry.provider.shutdown()
+        await entry.proxy.stop()
+    }
+
+    /// The provider's `allowedUsers` and `allowedGroups` (a list it leaves out: none), else the
+    /// socket's policy itself.
+    static func access(_ configuration: ProviderConfiguration, socket: AccessPolicy, logger: Logger) -> AccessPolicy {
+        let users = configuration[Keys.providerAllowedUsers], groups = configuration[Keys.providerAllowedGroups]
+        guard users != nil || groups != nil else { return socket }
+        return AccessPolicy(
+            allowedUsers: users ?? [], allowedGroups: groups ?? [], keyPrefix: "providers.\(configuration.name)", logger: logger)
+    }
+}
+
+extension TokenPersistence.Layout {
+    /// Where every provider of `configuration` keeps its files.
+    init(_ configuration: DaemonConfiguration) {
+        let state = configuration[Keys.stateDirectory]
+        self.init(
+            providers: Dictionary(uniqueKeysWithValues: configuration.providers.map { provider in
+                (provider.name, Target(
+                    identity: provider.identity, tokenFile: provider[Keys.sinksTokenFile],
+                    stateFile: state.map { StateStore(directory: $0, provider: provider.name) }))
+            }),
+            cookieJar: configuration[Keys.sinksCookieJar])
+    }
+}

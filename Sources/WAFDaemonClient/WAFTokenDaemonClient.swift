@@ -35,6 +35,8 @@ public enum WAFTokenClientError: Error, Sendable, CustomStringConvertible {
     case timedOut(String)
     /// An answer that makes no sense.
     case badResponse(String)
+    /// The provider asked for is none of the daemon's (or none was named and there are several).
+    case noSuchProvider(String)
 
     public var description: String {
         switch self {
@@ -43,6 +45,7 @@ public enum WAFTokenClientError: Error, Sendable, CustomStringConvertible {
         case .noToken(let error, let message): "no token (\(error)): \(message)"
         case .timedOut(let detail): "no token in time: \(detail)"
         case .badResponse(let detail): "unexpected answer from waf-tokend: \(detail)"
+        case .noSuchProvider(let detail): "no such provider: \(detail)"
         }
     }
 }
@@ -53,18 +56,42 @@ public struct WAFDaemonEvent: Sendable, Hashable {
     public let data: String
 }
 
+/// Which of the daemon's providers a client means (the daemon's `?provider=` and `?domain=`).
+public enum WAFProviderSelector: Sendable, Hashable {
+    /// The provider of this name.
+    case name(String)
+    /// The provider whose `domainName` is this host, or its closest parent.
+    case domain(String)
+
+    var query: String {
+        switch self {
+        case .name(let name): "provider=" + WAFTokenDaemonClient.queryEncoded(name)
+        case .domain(let host): "domain=" + WAFTokenDaemonClient.queryEncoded(host)
+        }
+    }
+}
+
 /// A client of `waf-tokend`'s socket API, for Swift services beside the daemon. It has the SDK's
-/// shape — `getToken()`, `onTokenReady` — and a stream of token updates.
+/// shape — `getToken()`, `onTokenReady` — and a stream of token updates; of one provider, the
+/// daemon's `default` (or only) one unless `provider` names another.
 public final class WAFTokenDaemonClient: Sendable {
     public static let defaultSocketPath = "/run/waf-tokend/token.sock"
 
     public let socketPath: String
+    public let provider: WAFProviderSelector?
     private let connection: DaemonConnection
 
     /// `socketPath` defaults to `$WAF_TOKEND_SOCKET`, then the daemon's default path.
-    public init(socketPath: String? = nil) {
+    public init(socketPath: String? = nil, provider: WAFProviderSelector? = nil) {
         self.socketPath = socketPath ?? ProcessInfo.processInfo.environment["WAF_TOKEND_SOCKET"] ?? Self.defaultSocketPath
+        self.provider = provider
         connection = DaemonConnection(socketPath: self.socketPath)
+    }
+
+    /// `path` with this client's provider selector added to its query.
+    func selected(_ path: String) -> String {
+        guard let provider else { return path }
+        return path + (path.contains("?") ? "&" : "?") + provider.query
     }
 
     /// Nothing to release: every call has a connection of its own, closed when it is answered.
@@ -75,7 +102,7 @@ public final class WAFTokenDaemonClient: Sendable {
     /// The cached token (`getToken()`), nil when the daemon has none yet.
     public func getToken() async throws(WAFTokenClientError) -> WAFDaemonToken? {
         do {
-            return try await token(at: "/v1/token", method: .GET, timeout: .seconds(60))
+            return try await token(at: selected("/v1/token"), method: .GET, timeout: .seconds(60))
         } catch .noToken(error: "noToken", _) {
             return nil
         }
@@ -83,7 +110,7 @@ public final class WAFTokenDaemonClient: Sendable {
 
     /// An active token (`onTokenReady`): at once if the cached one is fresh, else after a refresh.
     public func tokenReady(wait: Duration = .seconds(30)) async throws(WAFTokenClientError) -> WAFDaemonToken {
-        try await token(at: "/v1/token?wait=\(wait.seconds)", method: .GET, timeout: wait + .seconds(5))
+        try await token(at: selected("/v1/token?wait=\(wait.seconds)"), method: .GET, timeout: wait + .seconds(5))
     }
 
     /// `onTokenReady` with a callback, as the SDK has it; the callback gets exactly one of the two.
@@ -99,25 +126,39 @@ public final class WAFTokenDaemonClient: Sendable {
 
     /// "This token was refused": a new one now (the daemon's `POST /v1/refresh`).
     public func refresh(wait: Duration = .seconds(30)) async throws(WAFTokenClientError) -> WAFDaemonToken {
-        try await token(at: "/v1/refresh?wait=\(wait.seconds)", method: .POST, timeout: wait + .seconds(5))
+        try await token(at: selected("/v1/refresh?wait=\(wait.seconds)"), method: .POST, timeout: wait + .seconds(5))
     }
 
     /// The `Cookie` header value for a request to `path`, nil when no cookie applies.
     public func cookie(forPath path: String) async throws(WAFTokenClientError) -> String? {
-        let (status, body) = try await request("/v1/cookie?path=\(Self.queryEncoded(path))", accept: "text/plain")
+        let (status, body) = try await request(selected("/v1/cookie?path=\(Self.queryEncoded(path))"), accept: "text/plain")
         if status == 404 { return nil }
         try Self.check(status, body)
         return String(decoding: body, as: UTF8.self)
     }
 
-    /// The daemon's status document.
+    /// The daemon's status document: this client's provider, or (with none named) the implicit
+    /// one and every provider under `providers`.
     public func status() async throws(WAFTokenClientError) -> JSONValue {
-        try await document("/v1/status", method: .GET, body: nil)
+        try await document(selected("/v1/status"), method: .GET, body: nil)
+    }
+
+    /// The providers this user may use: name, identity, token freshness and refresh state.
+    public func providers() async throws(WAFTokenClientError) -> JSONValue {
+        try await document("/v1/providers", method: .GET, body: nil)
     }
 
     /// Moves the app to `state` (`foreground`, `background`, `closed`); returns the new lifecycle.
     public func setLifecycle(_ state: String) async throws(WAFTokenClientError) -> JSONValue {
         try await document("/v1/lifecycle", method: .PUT, body: Array(state.utf8))
+    }
+
+    /// Whether this client's provider has a fresh token (`/readyz`; every provider's with none named).
+    public func isReady() async throws(WAFTokenClientError) -> Bool {
+        let (status, body) = try await request(selected("/readyz"))
+        if status == 503 { return false }
+        try Self.check(status, body)
+        return true
     }
 
     /// Whether the daemon's core answers (`/healthz`).
@@ -132,10 +173,11 @@ public final class WAFTokenDaemonClient: Sendable {
     /// Every event the daemon announces, as it comes.
     public func events() -> AsyncThrowingStream<WAFDaemonEvent, any Error> {
         let connection = connection
+        let path = selected("/v1/events")
         return AsyncThrowingStream { continuation in
             let task = Task {
                 do {
-                    try await connection.stream("/v1/events", accept: "text/event-stream") { status, body in
+                    try await connection.stream(path, accept: "text/event-stream") { status, body in
                         try Self.check(status, body)
                         throw WAFTokenClientError.badResponse("HTTP \(status)")
                     } onChunk: { parser, chunk in
@@ -195,6 +237,7 @@ public final class WAFTokenDaemonClient: Sendable {
         let message = document?["message"]?.string ?? String(decoding: body.prefix(200), as: UTF8.self)
         switch status {
         case 403: throw .forbidden(message)
+        case 400 where code == "providerRequired", 404 where code == "unknownProvider" || code == "unknownDomain": throw .noSuchProvider(message)
         case 503: throw .noToken(error: code, message: message)
         case 504: throw .timedOut(message)
         default: throw .badResponse("\(code): \(message)")

@@ -21,9 +21,12 @@ public struct WAFTokenCtl: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "waf-tokenctl",
         abstract: "Talk to waf-tokend over its Unix socket.",
-        discussion: "The socket is --socket, else $WAF_TOKEND_SOCKET, else /run/waf-tokend/token.sock.",
+        discussion: """
+            The socket is --socket, else $WAF_TOKEND_SOCKET, else /run/waf-tokend/token.sock. A daemon with several \
+            providers serves the one --provider or --domain names (default: its default one).
+            """,
         version: WAFTokendVersion.current,
-        subcommands: [Token.self, Refresh.self, Cookie.self, Status.self, Lifecycle.self, Watch.self, Health.self])
+        subcommands: [Token.self, Refresh.self, Cookie.self, Status.self, Providers.self, Lifecycle.self, Watch.self, Health.self])
 
     @OptionGroup var global: GlobalOptions
 
@@ -33,10 +36,18 @@ public struct WAFTokenCtl: AsyncParsableCommand {
 /// Options every subcommand takes, before or after its name.
 public struct GlobalOptions: ParsableArguments {
     @Option(help: "The daemon's socket.") var socket: String?
+    @Option(help: "The provider to use, by name (a daemon with several).") var provider: String?
+    @Option(help: "The provider to use, by the domain it covers.") var domain: String?
 
     public init() {}
 
-    func client() -> WAFTokenDaemonClient { WAFTokenDaemonClient(socketPath: socket) }
+    public func validate() throws {
+        if provider != nil && domain != nil { throw ValidationError("--provider and --domain name one provider; give one of them") }
+    }
+
+    func client() -> WAFTokenDaemonClient {
+        WAFTokenDaemonClient(socketPath: socket, provider: provider.map(WAFProviderSelector.name) ?? domain.map(WAFProviderSelector.domain))
+    }
 }
 
 /// The contract's exit codes (sysexits.h).
@@ -47,8 +58,11 @@ enum CtlExit {
     /// Reports `error` on stderr and exits with its code.
     static func fail(_ error: WAFTokenClientError) -> ExitCode {
         stderr("waf-tokenctl: \(error)")
-        if case .forbidden = error { return ExitCode(noPermission) }
-        return ExitCode(unavailable)
+        switch error {
+        case .forbidden: return ExitCode(noPermission)
+        case .noSuchProvider: return ExitCode.validationFailure
+        default: return ExitCode(unavailable)
+        }
     }
 
     static func stderr(_ line: String) {
@@ -187,6 +201,26 @@ extension WAFTokenCtl {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.sortedKeys, .prettyPrinted, .withoutEscapingSlashes]
             return (try? encoder.encode(value)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        }
+    }
+
+    struct Providers: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "List the providers this user may use: name, domain, token, refresh.")
+        @OptionGroup var global: GlobalOptions
+        @Flag(help: "Print the daemon's JSON.") var json = false
+
+        func run() async throws {
+            try await withClient(global) { client throws(WAFTokenClientError) in
+                let listed = try await client.providers()
+                if json { return print(Status.encode(listed)) }
+                guard case .array(let providers)? = listed["providers"] else { throw .badResponse("no list of providers") }
+                for provider in providers {
+                    let token = provider["token"]
+                    let state = token == nil || token == .null ? "no token" : (token?["stale"] == .bool(true) ? "stale" : "fresh")
+                    print([provider["provider"]?.string ?? "?", provider["domainName"]?.string ?? "?", state, provider["refresh"]?["state"]?.string ?? "?"]
+                        .joined(separator: "\t"))
+                }
+            }
         }
     }
 

@@ -119,6 +119,44 @@ struct SystemdTests {
         notify.close()
     }
 
+    @Test("MULTI-9: with several providers READY=1 waits for every first token, STATUS= sums them up, and the watchdog stops when any one provider wedges")
+    func MULTI9_everyProviderUnderSystemd() async throws {
+        let notify = try NotifySocket(abstract: true)
+        // pay's service fails until the test lifts the fault: default has its token, pay none.
+        try await withTwoProviders(
+            arguments: ["--readiness-wait-for-token", "true"], environment: ["NOTIFY_SOCKET": notify.address],
+            secondService: ["--fail-next", "1000000", "--fault-target", "inputs"]
+        ) { _, second, daemon in
+            #expect(await notify.wait { $0.fields["STATUS"] == "waiting for the first token" } != nil)
+            #expect(await eventually { (try? await second.counters().inputs).map { $0 >= 3 } == true }, "pay's fetches fail")
+            #expect(try await curl(daemon.socketPath, "/v1/token").code == 200, "default has its token")
+            #expect(notify.messages.allSatisfy { $0.fields["READY"] == nil }, "not ready while pay has none")
+            #expect(try await curl(daemon.socketPath, "/readyz").code == 503)
+            try await second.reset()
+            #expect(await notify.wait { $0.fields["READY"] == "1" } != nil)
+            let line = await notify.wait { $0.fields["STATUS"]?.hasPrefix("2 providers, 2 with a fresh token") == true }
+            #expect(line != nil, "\(notify.messages.compactMap { $0.fields["STATUS"] })")
+        }
+        notify.close()
+        let watchdog = try NotifySocket(abstract: false)
+        try await withTwoProviders(
+            environment: [
+                "NOTIFY_SOCKET": watchdog.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "2", "WAF_TOKEND_WEDGE_DOMAIN": "pay.example.org",
+            ],
+            executable: "waf-tokend-wedge"
+        ) { _, _, daemon in
+            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
+            let wedgedAt = ContinuousClock.now
+            try await Task.sleep(for: .seconds(3))
+            let pings = watchdog.messages.filter { $0.fields["WATCHDOG"] == "1" }.map(\.at)
+            #expect(pings.contains { $0 < wedgedAt }, "pinged while both answered")
+            #expect(pings.filter { $0 > wedgedAt + .milliseconds(300) }.isEmpty, "no ping once one provider is wedged")
+            #expect(try await curl(daemon.socketPath, "/v1/token").code == 200, "the other provider still serves")
+            daemon.signal(SIGKILL)
+        }
+        watchdog.close()
+    }
+
     @Test("socket activation: the passed socket is served, and its path is neither created nor removed")
     func socketActivation() async throws {
         let service = try ServiceProcess()

@@ -56,13 +56,19 @@ struct LifetimeTests {
         let scheduler = DispatchScheduler(label: "together")
         let fired = NIOLockedValueBox<[Int]>([])
         let (done, signal) = AsyncStream.makeStream(of: Void.self)
-        // Held past every deadline, as a stopped process or a machine asleep would be.
-        scheduler.execute { usleep(200_000) }
+        // Held past every deadline, as a stopped process or a machine asleep would be: the queue
+        // is let go only once all three are scheduled and due.
+        let gate = DispatchSemaphore(value: 0)
+        scheduler.execute { gate.wait() }
         for (index, milliseconds) in [30, 10, 20].enumerated() {
             _ = scheduler.schedule(after: .milliseconds(milliseconds)) {
                 let count = fired.withLockedValue { $0.append(index); return $0.count }
                 if count == 3 { signal.yield() }
             }
+        }
+        await onOwnThread {
+            usleep(100_000)
+            gate.signal()
         }
         let finished = await within(.seconds(10)) { for await _ in done { break } }
         #expect(finished, "the timers fired within 10 s")

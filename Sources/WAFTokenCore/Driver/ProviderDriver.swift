@@ -34,7 +34,7 @@ final class ProviderDriver: @unchecked Sendable {
     private var observers: [UInt64: Observer] = [:]
 
     init(settings: ProviderMachine.Settings, fetcher: any WAFTokenFetcher, scheduler: any WAFScheduler, options: WAFTokenProviderOptions) {
-        machine = ProviderMachine(settings: settings)
+        machine = ProviderMachine(settings: settings, lifecycle: options.lifecycle)
         self.fetcher = fetcher
         self.scheduler = scheduler
         randomUnit = options.randomUnit

@@ -10,6 +10,9 @@ import Foundation
 public struct WAFTokenProviderOptions: Sendable {
     /// Which lifecycle states are active (LIFE-1).
     public var lifecycleProfile: WAFLifecycleProfile
+    /// The state the provider starts in (LIFE-1: foreground); a provider added to a daemon whose
+    /// app is in the background starts there, and fetches nothing of its own (LIFE-2).
+    public var lifecycle: WAFLifecycleState
     /// Random shortening of the periodic and error-phase waits (RET-7); backoff stays exact.
     public var jitter: Bool
     /// A number in 0…1 for each event; injectable so that tests pin the extremes.
@@ -39,6 +42,7 @@ public struct WAFTokenProviderOptions: Sendable {
 
     public init(
         lifecycleProfile: WAFLifecycleProfile = .ios,
+        lifecycle: WAFLifecycleState = .foreground,
         jitter: Bool = true,
         randomUnit: @escaping @Sendable () -> Double = { Double.random(in: 0...1) },
         cookieSecure: Bool = false,
@@ -48,6 +52,7 @@ public struct WAFTokenProviderOptions: Sendable {
         logger: Logger = Logger(label: "waf-token-provider")
     ) {
         self.lifecycleProfile = lifecycleProfile
+        self.lifecycle = lifecycle
         self.jitter = jitter
         self.randomUnit = randomUnit
         self.cookieSecure = cookieSecure

@@ -2,13 +2,18 @@ extension ProviderMachine {
     // MARK: Start
 
     /// TOK-1: with background refresh the first fetch starts at once, unless a restored token is
-    /// still fresh, which is then served and refreshed on schedule.
+    /// still fresh, which is then served and refreshed on schedule. A provider that starts while
+    /// the app is inactive holds that first fetch until the app is active again (LIFE-2).
     mutating func start(restored: WAFTokenProviderOptions.RestoredToken?) {
+        if backgroundRefresh, !isActive {
+            inactiveSince = now
+            updatePause()
+        }
         if let restored {
             load(restored.value, fetchedAt: restored.fetchedAt)
         }
-        if cached == nil, backgroundRefresh, fetch == nil {
-            beginAttempt()
+        if cached == nil, backgroundRefresh, fetch == nil, next == nil, heldSince == nil {
+            if isActive { beginAttempt() } else { hold(dueAt: now) }
         }
     }
 

@@ -51,8 +51,9 @@ public struct ProviderMachine: Sendable {
     var clock = Clock(monotonic: .origin, wall: Date(timeIntervalSince1970: 0), randomUnit: 1)
     var actions: [Action] = []
 
-    public init(settings: Settings) {
+    public init(settings: Settings, lifecycle: WAFLifecycleState = .foreground) {
         self.settings = settings
+        self.lifecycle = lifecycle
     }
 
     /// Handles one event at `clock` and returns what to do, in order. What readers see is published

@@ -14,8 +14,11 @@ struct ProviderFactory: Sendable {
     let status: StatusReporter
     let logger: Logger
 
-    /// `socket` is the socket's access policy, which a provider without lists of its own shares.
-    func make(_ configuration: ProviderConfiguration, daemon: DaemonConfiguration, socket: AccessPolicy) throws(DaemonFailure) -> ProviderEntry {
+    /// `socket` is the socket's access policy, which a provider without lists of its own shares;
+    /// `lifecycle` the app's state, which a provider added by a reload starts in.
+    func make(
+        _ configuration: ProviderConfiguration, daemon: DaemonConfiguration, socket: AccessPolicy, lifecycle: WAFLifecycleState = .foreground
+    ) throws(DaemonFailure) -> ProviderEntry {
         let name = configuration.name
         var logger = logger
         logger[metadataKey: "provider"] = "\(name)"
@@ -25,7 +28,8 @@ struct ProviderFactory: Sendable {
         let provider = WAFTokenProvider(
             configuration: configuration.configuration, fetcher: fetcher, scheduler: DispatchScheduler(label: "waf-tokend.provider.\(name)"),
             options: WAFTokenProviderOptions(
-                lifecycleProfile: daemon[Keys.lifecyclePlatform], jitter: daemon[Keys.refreshJitter], cookieSecure: daemon[Keys.cookieSecure],
+                lifecycleProfile: daemon[Keys.lifecyclePlatform], lifecycle: lifecycle, jitter: daemon[Keys.refreshJitter],
+                cookieSecure: daemon[Keys.cookieSecure],
                 restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
         let (broadcaster, metrics, status) = (broadcaster, metrics, status)
         provider.observe { event in

@@ -94,6 +94,8 @@ final class Reloader: Sendable {
         // added (their state files), their proxies and the changed proxies.
         let replacement = TokenFetcherSettings(old) != TokenFetcherSettings(new) ? try TokenFetcherSettings(new).makeFetcher(logger: logger) : nil
         let running = Dictionary(uniqueKeysWithValues: providers.all.map { ($0.name, $0) })
+        // One app, one lifecycle: a provider added starts in the state the others are in.
+        let lifecycle = providers.all.first?.provider.status().lifecycle.state ?? .foreground
         var added: [ProviderEntry] = []
         var changed: [(entry: ProviderEntry, old: ProviderConfiguration)] = []
         do throws(DaemonFailure) {
@@ -102,7 +104,7 @@ final class Reloader: Sendable {
                     changed.append((entry, entry.configuration))
                     entry.update(provider, access: ProviderFactory.access(provider, socket: socket.policy, logger: logger))
                 } else {
-                    let entry = try factory.make(provider, daemon: new, socket: socket.policy)
+                    let entry = try factory.make(provider, daemon: new, socket: socket.policy, lifecycle: lifecycle)
                     added.append(entry)
                     try await DaemonRuntime.startProxy(entry, new, socket: socket, logger: logger)
                 }

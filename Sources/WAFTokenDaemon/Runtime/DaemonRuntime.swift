@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
 import WAFTokenCore
 
@@ -87,12 +88,24 @@ struct DaemonRuntime {
         try await entry.proxy.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: logger) } ?? socket)
     }
 
-    /// The watchdog's check: every provider's state context answers.
+    /// The watchdog's check: every provider's state context answers. Each provider's probe is
+    /// made once, when the provider is first probed (a reload may add providers).
     private static func probe(_ providers: ProviderSet, _ integration: DaemonIntegration) -> DaemonIntegration.LivenessProbe {
-        { completion in
+        let made = NIOLockedValueBox<[ObjectIdentifier: DaemonIntegration.LivenessProbe]>([:])
+        return { completion in
             let entries = providers.all
+            let probes = made.withLockedValue { made in
+                made = made.filter { id, _ in entries.contains { ObjectIdentifier($0.provider) == id } }
+                return entries.map { entry in
+                    let id = ObjectIdentifier(entry.provider)
+                    if let probe = made[id] { return probe }
+                    let probe = integration.livenessProbe(entry.provider)
+                    made[id] = probe
+                    return probe
+                }
+            }
             let answers = Countdown<Void>(entries.count) { _ in completion() }
-            for entry in entries { integration.livenessProbe(entry.provider)({ answers.arrived(()) }) }
+            for probe in probes { probe { answers.arrived(()) } }
         }
     }
 

@@ -12,17 +12,20 @@ import Foundation
 
 // waf-tokend for the watchdog tests only: the same daemon, whose provider wedges (its state
 // context blocks for good) WAF_TOKEND_WEDGE_AFTER_SEC seconds after the first token is cached,
-// so that a test sees the watchdog's pings stop and systemd restart the service. Not installed.
+// so that a test sees the watchdog's pings stop and systemd restart the service. With several
+// providers, WAF_TOKEND_WEDGE_DOMAIN picks the one to wedge (by its domainName). Not installed.
 
 @main
 enum WedgeMain {
     static func main() async {
         let delay = ProcessInfo.processInfo.environment["WAF_TOKEND_WEDGE_AFTER_SEC"].flatMap(Double.init) ?? 1
+        let domain = ProcessInfo.processInfo.environment["WAF_TOKEND_WEDGE_DOMAIN"]
         LoggingSystem.bootstrap { label in
             LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
         }
         var integration = DaemonIntegration.systemd()
         integration.livenessProbe = { provider in
+            guard domain == nil || domain == provider.configuration.domainName else { return { completion in provider.ping(completion) } }
             Task.detached {
                 while provider.cachedToken() == nil { try? await Task.sleep(for: .milliseconds(50)) }
                 try? await Task.sleep(for: .milliseconds(Int64(delay * 1000)))

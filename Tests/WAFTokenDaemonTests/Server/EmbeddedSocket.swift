@@ -11,12 +11,15 @@ final class EmbeddedSocket {
     let scheduler = VirtualScheduler()
     let service: ScriptedTokenFetcher
     let provider: WAFTokenProvider
+    /// The second provider, when there is one (kept alive with the socket).
+    private(set) var extra: WAFTokenProvider?
     let api: APIContext
     let channel = EmbeddedChannel()
 
     /// A provider that has fetched `token-1` (unless `tokenFirst` is false), and a connection from
-    /// uid 1000, which `allowedUsers` may shut out.
-    init(tokenFirst: Bool = true, allowedUsers: [String] = [], configuration: WAFConfiguration? = nil) throws {
+    /// uid 1000, which `allowedUsers` may shut out. With `pay`, a second provider named pay (domain
+    /// pay.example.com, `token-2`), which `payAllowedUsers` may shut out.
+    init(tokenFirst: Bool = true, allowedUsers: [String] = [], configuration: WAFConfiguration? = nil, pay: Bool = false, payAllowedUsers: [String] = []) throws {
         service = ScriptedTokenFetcher(scheduler: scheduler, latency: tokenFirst ? .zero : .seconds(3600))
         let generation = SnapshotGeneration()
         let configuration = try configuration ?? WAFConfiguration(
@@ -33,6 +36,19 @@ final class EmbeddedSocket {
         providers.insert(ProviderEntry(
             configuration: ProviderConfiguration(name: "default", configuration: configuration, values: [:]), provider: provider, access: policy,
             proxy: ProxyController(provider: provider, name: "default", metrics: metrics, board: board, logger: quiet), board: board))
+        if pay {
+            let configuration = try WAFConfiguration(
+                applicationIntegrationUrl: "https://abcdefabcdef.eu-west-1.sdk.awswaf.com/abcdefabcdef/abcdefabcdef/", domainName: "pay.example.com")
+            let second = WAFTokenProvider(
+                configuration: configuration, fetcher: service, scheduler: scheduler,
+                options: .init(jitter: false, snapshotChanged: generation.advance, logger: quiet))
+            scheduler.runUntilIdle()
+            providers.insert(ProviderEntry(
+                configuration: ProviderConfiguration(name: "pay", configuration: configuration, values: [:]), provider: second,
+                access: AccessPolicy(allowedUsers: payAllowedUsers, allowedGroups: [], logger: quiet),
+                proxy: ProxyController(provider: second, name: "pay", metrics: metrics, board: board, logger: quiet), board: board))
+            extra = second
+        }
         api = APIContext(
             providers: providers,
             settings: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),

@@ -30,6 +30,37 @@ struct TokenFastPathHandlerTests {
         #expect(byByte.contains("token-1") && byByte.contains("{\"ready\":true}"))
     }
 
+    @Test("MULTI-2: ?provider= and ?domain= are answered on the fast path from each provider's own cache, whole or split at every byte; what the API refuses goes to the codec")
+    func MULTI2_selectorsOnTheFastPath() throws {
+        let requests = "GET /v1/token?provider=pay HTTP/1.1\r\n\r\n" + Self.plain + "GET /v1/token?domain=a.pay.example.com HTTP/1.1\r\nAccept: text/plain\r\n\r\n"
+            + "GET /v1/token?provider=nope HTTP/1.1\r\n\r\n" + "GET /v1/token?provider=default HTTP/1.1\r\n\r\n"
+        let whole = try EmbeddedSocket(pay: true).exchange(requests)
+        #expect(whole.statusCodes == [200, 200, 200, 404, 200], "\(whole)")
+        let values = whole.components(separatedBy: "\"value\":\"").dropFirst().map { $0.prefix(7) }
+        #expect(values == ["token-2", "token-1", "token-1"], "\(values)")
+        #expect(whole.contains("\r\n\r\ntoken-2HTTP/1.1 404"), "the text form of pay's, then the codec's 404")
+        for split in 1..<requests.utf8.count {
+            let pieces = try EmbeddedSocket(pay: true).exchange(requests, splits: [split])
+            #expect(pieces.statusCodes == [200, 200, 200, 404, 200], "split at \(split)")
+        }
+        // The fast path itself takes them (the codec would answer the same bytes).
+        func decide(_ head: String) -> String? {
+            Array(head.utf8).withUnsafeBytes { bytes in
+                PlainTokenRequest.decide(bytes).map { decision in decision.selector.map { String(decoding: bytes[$0], as: UTF8.self) } ?? "" }
+            }
+        }
+        #expect(decide("GET /v1/token?provider=pay HTTP/1.1\r\n\r\n") == "provider=pay")
+        #expect(decide("GET /v1/token?domain=A.pay.example.com HTTP/1.1\r\n\r\n") == "domain=A.pay.example.com")
+        #expect(decide(Self.plain) == "")
+        for other in ["GET /v1/token?wait=5 HTTP/1.1\r\n\r\n", "GET /v1/token?provider=Pay HTTP/1.1\r\n\r\n", "GET /v1/token?provider= HTTP/1.1\r\n\r\n",
+                      "GET /v1/token?provider=pay&wait=1 HTTP/1.1\r\n\r\n", "GET /v1/tokens HTTP/1.1\r\n\r\n"] {
+            #expect(decide(other) == nil, "\(other.debugDescription) is the codec's")
+        }
+        // A provider the peer (uid 1000) may not use: 403, from the codec.
+        let refused = try EmbeddedSocket(pay: true, payAllowedUsers: ["0"]).exchange("GET /v1/token?provider=pay HTTP/1.1\r\n\r\n" + Self.plain)
+        #expect(refused.statusCodes == [403, 200] && !refused.contains("token-2"), "\(refused)")
+    }
+
     @Test("pipelined plain requests are answered in one write, in order")
     func pipelinedInOneWrite() throws {
         let socket = try EmbeddedSocket()

@@ -4,7 +4,8 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet size mutants fuzz fuzz-ci \
+.PHONY: deps build release install demo test test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet bench-providers size \
+	mutants fuzz fuzz-ci \
 	test-reliability deb image test-packages
 
 deps:
@@ -93,6 +94,12 @@ bench-proxy: deps
 bench-startup: deps
 	@scripts/install-deps.sh bench
 	Benchmarks/startup-bench.sh
+
+# 1, 10 and 100 providers on one daemon: private memory per provider, start-up with every token
+# restored, reads through ?provider= against a one-provider daemon, 100 providers refreshing at once.
+bench-providers: deps
+	@scripts/install-deps.sh bench
+	Benchmarks/providers-bench.sh
 
 # Binary sizes before and after strip, what each module costs, the daemon's RSS/PSS/private memory.
 size: deps

@@ -23,6 +23,9 @@ build_release() {
         scripts/swift-release.sh --product "$product" >"$work/build.log" 2>&1 || { cat "$work/build.log"; exit 1; }
     done
     bin=$(scripts/swift-release.sh --show-bin-path)
+    # A binary the linker just wrote sits in dirty page-cache pages until written back, and a
+    # process that maps them counts them as its own private dirty memory: write them back first.
+    sync
 }
 
 # start_service [ARGS...]: the local token service; $url.

@@ -41,10 +41,32 @@ struct KubernetesManifestTests {
         #expect(volumes.contains { $0["name"]?.text == "waf-token-socket" && $0["emptyDir"] != nil })
     }
 
+    @Test("MULTI-7: the node agent for two tenants: two providers, each for its tenant's group only; each app in its group asks for its own")
+    func MULTI7_tenantsExample() throws {
+        let map = try Self.load("tenants/configmap.yaml")
+        let text = try #require(map["data"]?["waf-tokend.yaml"]?.text)
+        let file = scratchPath("waf-tenants").appendingPathExtension("yaml")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        let config = try ConfigurationLoader.load(ConfigurationSources(file: file.path)).get()
+        #expect(config.providers.map(\.name) == ["pay", "shop"])
+        let groups = Dictionary(uniqueKeysWithValues: config.providers.map { ($0.domainName, $0[Keys.providerAllowedGroups] ?? []) })
+        #expect(groups == ["shop.example.com": ["3001"], "pay.example.com": ["3002"]])
+        let daemonSet = try Self.load("tenants/daemonset.yaml")
+        #expect(daemonSet["spec"]?["template"]?["spec"]?["volumes"]?.items.contains { $0["configMap"]?["name"]?.text == "waf-tokend-tenants" } == true)
+        for app in try Self.load("tenants/apps.yaml")["items"]?.items ?? [] {
+            let spec = app["spec"]?["template"]?["spec"]
+            let group = try #require(spec?["securityContext"]?["runAsGroup"]?.text)
+            let url = try #require(spec?["containers"]?.items.first?["env"]?.items.first { $0["name"]?.text == "WAF_TOKEN_URL" }?["value"]?.text)
+            let query = try #require(url.split(separator: "?").last).split(separator: "=").map(String.init)
+            let provider = try #require(config.providers.first { query[0] == "provider" ? $0.name == query[1] : $0.domainName == query[1] })
+            #expect(provider[Keys.providerAllowedGroups] == [group], "\(app["metadata"]?["name"]?.text ?? "?") asks for a provider of its own group")
+        }
+    }
+
     @Test("every command and path given to waf-tokend's containers exists in the image")
     func pathsExistInTheImage() async throws {
         let files = try await Packaging.imageFiles()
-        for name in ["pod.yaml", "daemonset.yaml"] {
+        for name in ["pod.yaml", "daemonset.yaml", "tenants/daemonset.yaml"] {
             let manifest = try Self.load(name)
             let spec = manifest["spec"]?["template"]?["spec"] ?? manifest["spec"]
             let containers = (spec?["initContainers"]?.items ?? []) + (spec?["containers"]?.items ?? [])

@@ -79,6 +79,7 @@ let package = Package(
 
         // The version the executables print and the package carries.
         .target(name: "WAFVersion", swiftSettings: strict),
+        .target(name: "WAFEventLoopExecutor", dependencies: nio, swiftSettings: strict),
         // A JSON document of any shape, read through FoundationEssentials' JSONDecoder.
         .target(name: "WAFJSON", swiftSettings: strict),
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
@@ -131,7 +132,7 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(
-            name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFLocalTokenService", logging], swiftSettings: strict),
+            name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFLocalTokenService", "WAFEventLoopExecutor", logging], swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
         .executableTarget(
             name: "waf-token-service",
@@ -211,6 +212,7 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
         .testTarget(name: "WAFJSONTests", dependencies: ["WAFTestTraits", "WAFJSON"], swiftSettings: strict),
+        .testTarget(name: "WAFEventLoopExecutorTests", dependencies: ["WAFTestTraits", "WAFEventLoopExecutor"] + nio, swiftSettings: strict),
         .testTarget(
             name: "WAFVersionTests", dependencies: ["WAFTestTraits", "WAFVersion", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),

@@ -74,7 +74,8 @@ public struct ProofOfWorkSolver: Sendable {
                 group.leave()
             }
         }
-        group.notify(queue: .global(qos: .utility), execute: completion)
+        // Not a global queue: libdispatch's shared pool, once used, wakes the process every second.
+        group.notify(queue: DispatchQueue(label: "waf-pow.done", qos: .utility), execute: completion)
     }
 }
 

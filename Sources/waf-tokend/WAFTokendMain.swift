@@ -1,6 +1,7 @@
 import Logging
 import WAFLocalTokenService
 import WAFSystemd
+import WAFEventLoopExecutor
 import WAFTokenDaemon
 
 #if canImport(FoundationEssentials)
@@ -11,15 +12,20 @@ import Foundation
 
 @main
 enum WAFTokendMain {
-    static func main() async {
-        // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.
-        let journal = JournalLogHandler.isStandardErrorJournal(environment: ProcessInfo.processInfo.environment)
-        LoggingSystem.bootstrap { label -> any LogHandler in
-            if journal { return LevelControlledLogHandler(JournalLogHandler(identifier: "waf-tokend"), control: .process) }
-            return LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
+    /// Synchronous, so that the executors are set before any job is enqueued (an `async` main
+    /// enqueues its body first): every task runs on NIO's loops, not on libdispatch's pool, whose
+    /// monitor would wake the daemon once a second for ever (README, "At rest").
+    static func main() {
+        EventLoopExecutors.main {
+            // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.
+            let journal = JournalLogHandler.isStandardErrorJournal(environment: ProcessInfo.processInfo.environment)
+            LoggingSystem.bootstrap { label -> any LogHandler in
+                if journal { return LevelControlledLogHandler(JournalLogHandler(identifier: "waf-tokend"), control: .process) }
+                return LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
+            }
+            DaemonIntegration.install(.systemd(startDemoService: DemoService.start))
+            await WAFTokendCommand.main()
         }
-        DaemonIntegration.install(.systemd(startDemoService: DemoService.start))
-        await WAFTokendCommand.main()
     }
 }
 

@@ -123,7 +123,7 @@ struct DaemonRuntime {
         // A wedged provider must not hold the stop up for ever.
         let entries = providers.all
         let stopped = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
+        DispatchQueue(label: "waf-tokend.stop").async {
             for entry in entries { entry.provider.shutdown() }
             stopped.signal()
         }

@@ -1,0 +1,87 @@
+// The executor API this uses (TaskExecutor with scheduling, ExecutorFactory) is the standard
+// library's, still marked experimental in Swift 6.3: a toolchain that drops it fails this build
+// rather than the daemon at run time.
+@_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Swift concurrency's default executor on NIO event loops: jobs run on the group's loops, and
+/// delayed jobs (`Task.sleep`, timeouts) wait in the loops' own timers.
+///
+/// Why: on Linux the default executor is libdispatch's shared pool, and once a job has run there
+/// libdispatch's pool monitor wakes the process once a second for the rest of its life; a daemon
+/// whose next duty is a refresh minutes away should sleep until then (README, "At rest"). Tasks
+/// that start from I/O also stay on the loop that did the I/O instead of hopping to a pool thread.
+final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor {
+    private let group: MultiThreadedEventLoopGroup
+
+    init(group: MultiThreadedEventLoopGroup) {
+        self.group = group
+    }
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        // `any()` prefers the calling thread's loop when it is one of the group's.
+        group.any().enqueue(job)
+    }
+
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, at instant: C.Instant, tolerance: C.Duration?, clock: C) {
+        enqueue(job, after: clock.now.duration(to: instant), tolerance: tolerance, clock: clock)
+    }
+
+    /// NIO's timers run on `CLOCK_MONOTONIC`, which stops while the machine is suspended: a sleep
+    /// on `ContinuousClock` that spans a suspend ends late by that time. The provider's deadlines
+    /// do not depend on it: they have timers of their own on `CLOCK_BOOTTIME` (TOK-9).
+    func enqueue<C: Clock>(_ job: consuming ExecutorJob, after delay: C.Duration, tolerance: C.Duration?, clock: C) {
+        guard let delay = delay as? Duration else {
+            // A clock whose durations are not `Duration`s: its own platform scheduling.
+            Task.platformScheduling.enqueue(job, after: delay, tolerance: tolerance, clock: clock)
+            return
+        }
+        let loop = group.any()
+        let unowned = UnownedJob(job)
+        let (seconds, attoseconds) = delay.components
+        let nanoseconds = max(0, seconds) >= Int64.max / 1_000_000_000 ? Int64.max : max(0, seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
+        loop.scheduleTask(in: .nanoseconds(nanoseconds)) {
+            loop.enqueue(ExecutorJob(unowned))
+        }
+    }
+}
+
+/// The executors `install()` makes the process's: the platform's main executor, and the default
+/// executor on NIO's singleton group (the group AsyncHTTPClient uses too).
+public enum EventLoopExecutors {
+    /// Makes these the process's executors, runs `body` as the main task and exits with 0 when it
+    /// returns. Call it from a synchronous `main`: the executors are fixed by the first job
+    /// enqueued, and an `async` main has enqueued one before its body runs.
+    public static func main(_ body: @escaping @Sendable () async -> Void) -> Never {
+        _createExecutors(factory: Factory.self)
+        Task {
+            await body()
+            exit(0)
+        }
+        try? MainActor.executor.run()
+        fatalError("the main executor returned")
+    }
+
+    /// The default executor `install()` sets, on `group`: for tests, through
+    /// `withTaskExecutorPreference`.
+    public static func taskExecutor(on group: MultiThreadedEventLoopGroup) -> any TaskExecutor {
+        EventLoopTaskExecutor(group: group)
+    }
+
+    private enum Factory: ExecutorFactory {
+        static var mainExecutor: any MainExecutor { PlatformExecutorFactory.mainExecutor }
+        static var defaultExecutor: any TaskExecutor { EventLoopTaskExecutor(group: .singleton) }
+    }
+}
+
+extension Task where Success == Never, Failure == Never {
+    fileprivate static var platformScheduling: any SchedulingExecutor {
+        // The platform's default executor (libdispatch) schedules every clock.
+        (PlatformExecutorFactory.defaultExecutor as? any SchedulingExecutor)!
+    }
+}

@@ -80,13 +80,37 @@ memory() {
         "/proc/$1/smaps_rollup"
 }
 
-# context_switches PID: voluntary and involuntary, all threads.
-context_switches() {
-    local total=0
-    for task in /proc/"$1"/task/*; do
-        total=$((total + $(awk '/^voluntary_ctxt_switches|^nonvoluntary_ctxt_switches/ {sum += $2} END {print sum}' "$task/status")))
-    done
-    echo "$total"
+# idle_wakeups PID SECONDS: the context switches of PID's threads over SECONDS, as "TOTAL (per
+# thread: NAME COUNT, ...)". A thread that ends meanwhile (an idle pool thread) is left out: what
+# wakes periodically lives on.
+idle_wakeups() {
+    local sample=$work/switches
+    switches() {
+        for task in /proc/"$1"/task/*; do
+            printf '%s %s %s\n' "${task##*/}" "$(tr ' ' _ <"$task/comm")" \
+                "$(awk '/^voluntary_ctxt_switches|^nonvoluntary_ctxt_switches/ {sum += $2} END {print sum}' "$task/status")"
+        done
+    }
+    switches "$1" >"$sample.before"
+    sleep "$2"
+    switches "$1" >"$sample.after"
+    awk 'NR == FNR {before[$1] = $3; next}
+         {delta = $3 - before[$1]; total += delta; if (delta) threads = threads sprintf("%s%s %d", threads ? ", " : "", $2, delta)}
+         END {printf "%d (%s)", total, threads ? threads : "no thread woke"}' "$sample.before" "$sample.after"
+}
+
+# perf_counts PID COMMAND...: runs COMMAND while perf counts PID's CPU time (ms) and syscalls
+# (all threads); prints "CPU_MS SYSCALLS". perf, unlike strace, barely slows the process counted.
+perf_counts() {
+    local pid=$1 out=$work/perf.csv
+    shift
+    perf stat -x, -e task-clock,raw_syscalls:sys_enter -p "$pid" -o "$out" &
+    local counter=$!
+    sleep 0.3
+    "$@" >/dev/null
+    kill -INT "$counter"
+    wait "$counter" 2>/dev/null || true
+    awk -F, '$3 == "task-clock" {cpu = $1} $3 == "raw_syscalls:sys_enter" {calls = $1} END {printf "%s %s", cpu, calls}' "$out"
 }
 
 # cpu_nanoseconds PID: the time all its threads have run, in nanoseconds.

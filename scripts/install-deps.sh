@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and the tests need, only those missing; with `deb`, also
 # what `make deb` needs (debhelper, lintian); with `image`, what `make image` needs (podman,
-# buildah, runc); with `bench`, what the benchmarks use besides h2load (nginx, perf, strace).
+# buildah, runc); with `bench`, what the benchmarks use besides h2load (nginx, perf, strace, and
+# Go for the proxy benchmark's second anchor).
 #
 #   scripts/install-deps.sh [deb] [image] [bench]
 set -euo pipefail
@@ -23,7 +24,7 @@ for profile in "$@"; do
     case "$profile" in
         deb) packages+=(debhelper lintian dpkg-dev fakeroot) ;;
         image) packages+=(podman buildah runc uidmap ca-certificates) ;;
-        bench) packages+=(nginx-light linux-perf strace) ;;
+        bench) packages+=(nginx-light linux-perf strace golang-go) ;;
         *) echo "error: unknown profile $profile (deb, image, bench)" >&2; exit 64 ;;
     esac
 done

@@ -1,64 +1,133 @@
 import NIOCore
 import NIOHTTP1
 
-/// The upstream's answer: passed on as it arrives, or, for a challenge, kept while a new token is
-/// found and the request replayed once.
+/// Sending the request upstream, and the upstream's answer: passed on as it arrives, or, for a
+/// challenge, kept while a new token is found and the request replayed once.
 extension ProxyHandler: UpstreamDelegate {
     /// A challenge's answer is kept up to this size to be passed on unchanged if no replay
     /// happens; a larger one is passed on at once.
     static let maximumHeldChallenge = 1 << 20
 
+    // MARK: Sending it upstream
+
+    /// The request is ready to go (complete, or streaming): a token, a connection, then the bytes.
+    func dispatch() {
+        guard let context, let exchange else { return }
+        exchange.phase = .waitingForToken
+        let token = proxy.currentToken
+        if token == nil, exchange.route.settings.tokenWait > .zero {
+            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            proxy.waitForToken(timeout: exchange.route.settings.tokenWait, on: context.eventLoop) { token in
+                handler.value.connect(token: token)
+            }
+        } else {
+            connect(token: token)
+        }
+    }
+
+    func connect(token: String?, fresh: Bool = false) {
+        guard let context, exchange != nil else { return }
+        exchange!.sentToken = token
+        exchange!.phase = .connecting
+        let route = exchange!.route
+        proxy.pools.acquire(route, on: context.eventLoop, fresh: fresh).assumeIsolated().whenComplete { [self] result in
+            switch result {
+            case .success(let acquired):
+                guard let connection = try? UpstreamConnection(acquired) else {
+                    acquired.channel.close(promise: nil)
+                    upstreamFailed(.closed, nil)
+                    return
+                }
+                guard exchange != nil, self.context != nil else {
+                    proxy.pools.release(connection, on: context.eventLoop)
+                    return
+                }
+                attach(connection)
+            case .failure(let error):
+                upstreamFailed(error is ChannelError ? .timeout : .unreachable, error)
+            }
+        }
+    }
+
+    private func attach(_ connection: UpstreamConnection) {
+        guard context != nil, let exchange else { return }
+        connection.handler.delegate = self
+        connection.handler.expectAnswer(toHead: exchange.head.isHead, decodeChunks: exchange.head.minorVersion == 0)
+        exchange.upstream = connection
+        exchange.phase = exchange.requestComplete || !exchange.streaming ? .awaitingAnswer : .receiving
+        let framing = exchange.framing
+        var request = connection.channel.allocator.buffer(capacity: exchange.head.bytes.readableBytes + 512)
+        ProxyRules.writeUpstreamHead(
+            exchange.head, upstream: exchange.route.settings.upstream, token: exchange.sentToken, placement: exchange.route.settings.tokenIn,
+            cookieApplies: proxy.provider.cookieManager.applies(toPath:), framing: framing, into: &request)
+        connection.handler.send(request)
+        if exchange.body.readableBytes > 0 {
+            send(exchange.body, to: connection, framing: framing)
+            // A streamed body's bytes are gone once sent; a kept one stays for a replay.
+            if exchange.streaming { exchange.body.clear() }
+        }
+        exchange.upstreamHeadSent = true
+        if exchange.requestComplete {
+            if framing == .chunked { connection.handler.send(connection.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
+            exchange.upstreamRequestComplete = true
+        }
+        connection.handler.flush()
+        exchange.sentAt = .now()
+        armStallTimer(exchange)
+        resumeClientReads()
+    }
+
+    // MARK: The answer
+
     var wantsUpstreamReads: Bool { context?.channel.isWritable ?? true }
 
-    func upstream(_ part: HTTPClientResponsePart) {
-        guard var exchange else { return }
+    func upstream(_ part: UpstreamHandler.Part) {
+        guard let exchange else { return }
         switch (part, exchange.phase) {
-        case (.head(let head), .awaitingAnswer), (.head(let head), .receiving):
+        case (.head(let head, let framing), .awaitingAnswer), (.head(let head, let framing), .receiving):
             stopStallTimer()
             proxy.metrics.recordUpstreamLatency(provider: proxy.providerName, nanoseconds: (NIODeadline.now() - exchange.sentAt).nanoseconds)
-            if ProxyRules.isChallenge(head) {
+            exchange.clientFraming = ProxyRules.clientFraming(framing, clientMinorVersion: exchange.head.minorVersion)
+            let challenge = ProxyRules.isChallenge(head)
+            if challenge {
                 proxy.board.challenges.add(1, ordering: .relaxed)
                 proxy.metrics.countProxyEvent(provider: proxy.providerName, "challenge")
             }
-            if ProxyRules.isChallenge(head), exchange.replayable, !exchange.replayed {
-                exchange.phase = .holdingChallenge(head, context!.channel.allocator.buffer(capacity: 0))
+            if challenge, exchange.replayable, !exchange.replayed {
+                exchange.phase = .holdingChallenge(.init(head: head, framing: framing, body: context!.channel.allocator.buffer(capacity: 0)))
             } else {
                 exchange.phase = .answering
-                sendHead(head, &exchange)
+                sendHead(head, framing, exchange)
             }
             armStallTimer(exchange)
-        case (.body(var bytes), .holdingChallenge(let head, var held)):
-            held.writeBuffer(&bytes)
-            if held.readableBytes > Self.maximumHeldChallenge {
+        case (.body(var bytes), .holdingChallenge(var answer)):
+            answer.body.writeBuffer(&bytes)
+            if answer.body.readableBytes > Self.maximumHeldChallenge {
                 exchange.phase = .answering
-                sendHead(head, &exchange)
-                context?.write(wrapOutboundOut(.body(.byteBuffer(held))), promise: nil)
+                sendHead(answer.head, answer.framing, exchange)
+                context?.write(wrapOutboundOut(answer.body), promise: nil)
             } else {
-                exchange.phase = .holdingChallenge(head, held)
+                exchange.phase = .holdingChallenge(answer)
             }
             armStallTimer(exchange)
         case (.body(let bytes), .answering):
-            context?.write(wrapOutboundOut(.body(.byteBuffer(bytes))), promise: nil)
+            context?.write(wrapOutboundOut(bytes), promise: nil)
             armStallTimer(exchange)
-        case (.end, .holdingChallenge(let head, let held)):
+        case (.end, .holdingChallenge(let answer)):
             stopStallTimer()
-            self.exchange = exchange
             releaseUpstream()
-            challenged(head, held)
+            challenged(answer)
             return
         case (.end, .answering):
             stopStallTimer()
-            self.exchange = exchange
             releaseUpstream()
-            finish(.end(nil))
+            finish()
             return
         default:
             // An answer part out of order (an answer before the request was sent): not reusable.
-            self.exchange = exchange
             upstreamFailed(.closed, nil)
             return
         }
-        self.exchange = exchange
     }
 
     func upstreamReadComplete() {
@@ -90,129 +159,8 @@ extension ProxyHandler: UpstreamDelegate {
         upstreamFailed(.closed, nil)
     }
 
-    // MARK: Challenges
-
-    private func challenged(_ head: HTTPResponseHead, _ held: ByteBuffer) {
-        guard let context, let exchange else { return }
-        let answer = ProxyRules.afterChallenge(
-            replayable: exchange.replayable, replayed: exchange.replayed, sentToken: exchange.sentToken, currentToken: proxy.currentToken)
-        switch answer {
-        case .passOn:
-            passOn(head, held)
-        case .replay(let token):
-            replay(with: token)
-        case .refresh:
-            self.exchange!.phase = .refreshing(head, held)
-            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            proxy.refreshToken(timeout: max(exchange.route.settings.tokenWait, .seconds(1)), on: context.eventLoop) { token in
-                let this = handler.value
-                guard let exchange = this.exchange, case .refreshing(let head, let held) = exchange.phase else { return }
-                switch ProxyRules.afterRefresh(token, sentToken: exchange.sentToken) {
-                case .replay(let token): this.replay(with: token)
-                default: this.passOn(head, held)
-                }
-            }
-        }
-    }
-
-    private func replay(with token: String) {
-        guard exchange != nil else { return }
-        exchange!.replayed = true
-        exchange!.upstreamHeadSent = false
-        exchange!.upstreamRequestComplete = false
-        proxy.board.replays.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyEvent(provider: proxy.providerName, "replay")
-        connect(token: token)
-    }
-
-    private func passOn(_ head: HTTPResponseHead, _ held: ByteBuffer) {
-        guard var exchange else { return }
-        exchange.phase = .answering
-        sendHead(head, &exchange)
-        self.exchange = exchange
-        if held.readableBytes > 0 { context?.write(wrapOutboundOut(.body(.byteBuffer(held))), promise: nil) }
-        finish(.end(nil))
-    }
-
-    // MARK: Failures
-
-    func upstreamTimedOut() {
-        upstreamFailed(.timeout, nil)
-    }
-
-    /// Why the upstream gave no answer; the name is the metrics event's.
-    enum UpstreamFailure: String {
-        case timeout, closed, unreachable
-    }
-
-    /// The upstream cannot answer: 502 (unreachable, closed) or 504 (timed out) while nothing of
-    /// an answer went out; a closed client connection otherwise.
-    func upstreamFailed(_ kind: UpstreamFailure, _ error: (any Error)?) {
-        guard let exchange else { return }
-        stopStallTimer()
-        proxy.board.upstreamErrors.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyEvent(provider: proxy.providerName, kind.rawValue)
-        if let upstream = exchange.upstream {
-            upstream.handler.delegate = nil
-            upstream.channel.close(promise: nil)
-        }
-        self.exchange!.upstream = nil
-        if exchange.answering {
-            closeClient()
-            return
-        }
-        let detail = error.map { ": \($0)" } ?? ""
-        proxy.logger.warning("proxy: upstream \(kind.rawValue)\(detail)", metadata: ["upstream": "\(exchange.route.settings.upstream.url)"])
-        // The rest of a streamed body is not read: the connection cannot carry another request.
-        if !exchange.requestComplete { closeAfterAnswer = true }
-        switch kind {
-        case .timeout:
-            answerError(.gatewayTimeout, "upstreamTimeout", "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.nanoseconds / 1_000_000_000) s")
-        case .closed:
-            answerError(.badGateway, "upstreamClosed", "the upstream closed the connection before answering")
-        case .unreachable:
-            answerError(.badGateway, "upstreamUnreachable", "cannot reach the upstream \(exchange.route.settings.upstream.url)")
-        }
-    }
-
-    // MARK: Answering
-
-    /// An answer of the proxy's own (an error), as JSON `{"error","message"}`.
-    func answerError(_ status: HTTPResponseStatus, _ code: String, _ message: String) {
-        let response = APIResponse.error(status, code, message)
-        var headers = HTTPHeaders(response.headers)
-        headers.add(name: "Content-Length", value: String(response.body.count))
-        if closeAfterAnswer || exchange?.keepAlive == false { headers.add(name: "Connection", value: "close") }
-        count(status)
-        context?.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
-        if let allocator = context?.channel.allocator {
-            context?.write(wrapOutboundOut(.body(.byteBuffer(allocator.buffer(bytes: response.body)))), promise: nil)
-        }
-        finish(.end(nil))
-    }
-
-    private func sendHead(_ head: HTTPResponseHead, _ exchange: inout ProxyExchange) {
-        let keepAlive = exchange.keepAlive && !closeAfterAnswer && !proxy.shuttingDown.load(ordering: .relaxed)
-        count(head.status)
-        context?.write(wrapOutboundOut(.head(ProxyRules.clientHead(head, keepAlive: keepAlive))), promise: nil)
-    }
-
-    private func count(_ status: HTTPResponseStatus) {
-        proxy.board.requests.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyRequest(provider: proxy.providerName, status: status.code)
-    }
-
-    func armStallTimer(_ exchange: ProxyExchange) {
-        guard let eventLoop = context?.eventLoop else { return }
-        stall.move(to: eventLoop.now + exchange.route.settings.upstreamTimeout, on: eventLoop) { [self] in upstreamTimedOut() }
-    }
-
-    func stopStallTimer() {
-        stall.disarm()
-    }
-
     /// The upstream connection back to its pool when it carried a whole request and answer.
-    private func releaseUpstream() {
+    func releaseUpstream() {
         guard let context, let upstream = exchange?.upstream else { return }
         exchange!.upstream = nil
         if exchange!.upstreamRequestComplete {
@@ -221,23 +169,5 @@ extension ProxyHandler: UpstreamDelegate {
             upstream.handler.delegate = nil
             upstream.channel.close(promise: nil)
         }
-    }
-
-    private func finish(_ end: HTTPServerResponsePart) {
-        guard let context else { return }
-        let keepAlive = (exchange?.keepAlive ?? false) && !closeAfterAnswer
-        exchange = nil
-        let written = context.writeAndFlush(wrapOutboundOut(end))
-        context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
-        if !keepAlive || proxy.shuttingDown.load(ordering: .relaxed) {
-            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-        }
-        resumeClientReads()
-    }
-
-    private func closeClient() {
-        stopStallTimer()
-        exchange = nil
-        context?.close(promise: nil)
     }
 }

@@ -1,4 +1,4 @@
-import NIOHTTP1
+import NIOCore
 import WAFTokenCore
 
 /// The proxy's decisions, without I/O: what goes upstream, what comes back, and what a challenge
@@ -19,10 +19,12 @@ enum ProxyRules {
         case stream
     }
 
-    static func bodyPlan(_ head: HTTPRequestHead, replayBufferBytes: Int) -> BodyPlan {
-        if head.headers.contains(name: "transfer-encoding") { return .buffer }
-        guard let length = head.headers.first(name: "content-length").flatMap({ Int($0) }), length > 0 else { return .none }
-        return length <= replayBufferBytes ? .buffer : .stream
+    static func bodyPlan(_ framing: HTTPFraming, replayBufferBytes: Int) -> BodyPlan {
+        switch framing {
+        case .none: .none
+        case .length(let length): length <= replayBufferBytes ? .buffer : .stream
+        case .chunked, .untilClose: .buffer
+        }
     }
 
     /// How the upstream request's body is framed.
@@ -33,34 +35,54 @@ enum ProxyRules {
         case chunked
     }
 
-    /// The upstream request for the client's `head`: the configured upstream's path and `Host`,
-    /// the client's end-to-end headers, the token where `tokenIn` puts it.
-    static func upstreamHead(
-        _ head: HTTPRequestHead, upstream: UpstreamTarget, token: String?, placement: ProxySettings.TokenPlacement,
-        cookieApplies: (String) -> Bool, framing: Framing
-    ) -> HTTPRequestHead {
-        let target = upstream.target(for: head.uri)
-        var headers = endToEnd(head.headers, dropping: ["host", "content-length"])
-        headers.add(name: "Host", value: upstream.authority)
-        if let token {
-            switch placement {
-            case .header:
-                headers.replaceOrAdd(name: "x-aws-waf-token", value: token)
-            case .cookie where cookieApplies(target):
-                let cookies = mergedCookies(headers[canonicalForm: "cookie"].map(String.init), token: token)
-                headers.remove(name: "cookie")
-                headers.add(name: "Cookie", value: cookies)
-            case .cookie:
-                break
+    /// Writes the upstream request for the client's `head`: the configured upstream's path and
+    /// `Host`, the client's end-to-end header lines as they came, the token where `tokenIn` puts
+    /// it, the body's framing, `Via`.
+    static func writeUpstreamHead(
+        _ head: HTTPHead, upstream: UpstreamTarget, token: String?, placement: ProxySettings.TokenPlacement,
+        cookieApplies: (String) -> Bool, framing: Framing, into buffer: inout ByteBuffer
+    ) {
+        let target = upstream.target(for: head.target)
+        let tokenCookie = token != nil && placement == .cookie && cookieApplies(target)
+        let tokenHeader = token != nil && placement == .header
+        buffer.writeString(head.method)
+        buffer.writeStaticString(" ")
+        buffer.writeString(target)
+        buffer.writeStaticString(" HTTP/1.1\r\n")
+        let hop = HopByHop(head)
+        var cookies: [String] = []
+        for field in head.fields where !hop.drops(field) {
+            if head.equals(field.name, lowercase: "host") || head.equals(field.name, lowercase: "content-length")
+                || head.equals(field.name, lowercase: "expect")
+            {
+                continue
             }
+            if tokenCookie, head.equals(field.name, lowercase: "cookie") {
+                cookies.append(head.string(field.value))
+                continue
+            }
+            if tokenHeader, head.equals(field.name, lowercase: "x-aws-waf-token") { continue }
+            writeLine(head, field, into: &buffer)
+        }
+        buffer.writeStaticString("Host: ")
+        buffer.writeString(upstream.authority)
+        buffer.writeStaticString("\r\n")
+        if let token, tokenCookie {
+            buffer.writeStaticString("Cookie: ")
+            buffer.writeString(mergedCookies(cookies, token: token))
+            buffer.writeStaticString("\r\n")
+        }
+        if let token, tokenHeader {
+            buffer.writeStaticString("x-aws-waf-token: ")
+            buffer.writeString(token)
+            buffer.writeStaticString("\r\n")
         }
         switch framing {
-        case .none: if head.headers.first(name: "content-length") == "0" { headers.add(name: "Content-Length", value: "0") }
-        case .length(let count): headers.add(name: "Content-Length", value: String(count))
-        case .chunked: headers.add(name: "Transfer-Encoding", value: "chunked")
+        case .none: if head.values("content-length") == ["0"] { buffer.writeStaticString("Content-Length: 0\r\n") }
+        case .length(let count): buffer.writeString("Content-Length: \(count)\r\n")
+        case .chunked: buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
         }
-        headers.add(name: "Via", value: via)
-        return HTTPRequestHead(version: .http1_1, method: head.method, uri: target, headers: headers)
+        buffer.writeStaticString("Via: 1.1 waf-tokend\r\n\r\n")
     }
 
     /// The client's cookies with `aws-waf-token` replaced by `token` (the client's others kept).
@@ -74,17 +96,54 @@ enum ProxyRules {
     // MARK: Answers
 
     /// AWS WAF's answer to a request without an acceptable token.
-    static func isChallenge(_ head: HTTPResponseHead) -> Bool {
-        head.status == .accepted && head.headers["x-amzn-waf-action"].contains { $0.trimmingWhitespace.lowercased() == "challenge" }
+    static func isChallenge(_ head: HTTPHead) -> Bool {
+        head.status == 202 && head.lists("x-amzn-waf-action", "challenge")
     }
 
-    /// The upstream's answer as the client gets it: hop-by-hop headers dropped (the encoder frames
-    /// the body anew), `Via` added.
-    static func clientHead(_ head: HTTPResponseHead, keepAlive: Bool) -> HTTPResponseHead {
-        var headers = endToEnd(head.headers, dropping: [])
-        headers.add(name: "Via", value: via)
-        if !keepAlive { headers.add(name: "Connection", value: "close") }
-        return HTTPResponseHead(version: .http1_1, status: head.status, headers: headers)
+    /// How the answer's body reaches the client.
+    enum ClientFraming: Equatable {
+        /// As the upstream framed it: a length, chunks, or nothing.
+        case asUpstream
+        /// Chunks the client (HTTP/1.0) cannot read: their data, then the connection closes.
+        case decodedUntilClose
+        /// To the connection's end, as the upstream sent it.
+        case untilClose
+    }
+
+    static func clientFraming(_ framing: HTTPFraming, clientMinorVersion: Int) -> ClientFraming {
+        switch framing {
+        case .none, .length: .asUpstream
+        case .chunked: clientMinorVersion == 1 ? .asUpstream : .decodedUntilClose
+        case .untilClose: .untilClose
+        }
+    }
+
+    /// Writes the upstream's answer head as the client gets it: hop-by-hop headers dropped, the
+    /// framing the client reads, `Via`, and `Connection: close` when the connection ends with it.
+    static func writeClientHead(
+        _ head: HTTPHead, framing: HTTPFraming, clientFraming: ClientFraming, keepAlive: Bool, into buffer: inout ByteBuffer
+    ) {
+        buffer.writeStaticString("HTTP/1.1 ")
+        head.bytes.withUnsafeReadableBytes { raw in
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.second]))
+            buffer.writeStaticString(" ")
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.third]))
+        }
+        buffer.writeStaticString("\r\n")
+        let hop = HopByHop(head)
+        for field in head.fields where !hop.drops(field) {
+            if clientFraming != .asUpstream, head.equals(field.name, lowercase: "content-length") { continue }
+            writeLine(head, field, into: &buffer)
+        }
+        if framing == .chunked, clientFraming == .asUpstream { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
+        buffer.writeStaticString("Via: 1.1 waf-tokend\r\n")
+        if !keepAlive || clientFraming != .asUpstream { buffer.writeStaticString("Connection: close\r\n") }
+        buffer.writeStaticString("\r\n")
+    }
+
+    private static func writeLine(_ head: HTTPHead, _ field: HTTPHead.Field, into buffer: inout ByteBuffer) {
+        _ = head.bytes.withUnsafeReadableBytes { raw in buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.line])) }
+        buffer.writeStaticString("\r\n")
     }
 
     /// What a challenge leads to.
@@ -114,20 +173,35 @@ enum ProxyRules {
     // MARK: Headers
 
     /// RFC 9110 §7.6.1: these, and every header the Connection header names, are for one hop only.
-    static let hopByHop: Set<String> = [
+    static let hopByHop: [StaticString] = [
         "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate",
         "proxy-authorization",
     ]
 
-    static func endToEnd(_ headers: HTTPHeaders, dropping extra: Set<String>) -> HTTPHeaders {
-        let named = Set(headers[canonicalForm: "connection"].map { $0.lowercased() })
-        var kept = HTTPHeaders()
-        for (name, value) in headers {
-            let lowered = name.lowercased()
-            if hopByHop.contains(lowered) || named.contains(lowered) || extra.contains(lowered) { continue }
-            kept.add(name: name, value: value)
+    /// Which of a head's fields stay behind.
+    struct HopByHop {
+        private let head: HTTPHead
+        /// What the Connection header names, lower case (rarely anything).
+        private let named: Set<String>
+
+        init(_ head: HTTPHead) {
+            self.head = head
+            var named = Set<String>()
+            head.forEachElement("connection") { element in
+                if !head.equals(element, lowercase: "close"), !head.equals(element, lowercase: "keep-alive") {
+                    named.insert(head.string(element).lowercased())
+                }
+                return true
+            }
+            self.named = named
         }
-        return kept
+
+        func drops(_ field: HTTPHead.Field) -> Bool {
+            let name = field.name
+            // Compared in place, without making a string of the name.
+            for hop in ProxyRules.hopByHop where head.equals(name, lowercase: hop) { return true }
+            return !named.isEmpty && named.contains(head.string(name).lowercased())
+        }
     }
 }
 

@@ -1,10 +1,10 @@
 import Logging
 import WAFTokenCore
 import NIOCore
-import NIOHTTP1
 
 /// The token-injecting proxy on one listening address: each connection gets the socket API's
-/// backpressure and guard (peer check, timeouts), NIO's HTTP codec and a `ProxyHandler`.
+/// backpressure and guard (peer check, timeouts), then a `ProxyHandler`, which reads and relays
+/// HTTP itself.
 final class ProxyServer: Sendable {
     let context: ProxyContext
     let settings: ProxySettings
@@ -48,12 +48,6 @@ final class ProxyServer: Sendable {
         try pipeline.addHandler(BackPressureHandler())
         let connection = ConnectionState()
         try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
-        let tap = RequestLineTap()
-        try pipeline.addHandler(tap)
-        try pipeline.addHandler(HTTPResponseEncoder())
-        try pipeline.addHandler(SocketPipeline.makeDecoder())
-        try pipeline.addHandler(HTTPServerPipelineHandler())
-        try pipeline.addHandler(ProtocolErrorHandler(metrics: proxy.metrics, tap: tap))
         try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))
     }
 }

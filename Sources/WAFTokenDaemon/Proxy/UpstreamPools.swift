@@ -1,5 +1,4 @@
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import WAFTokenCore
@@ -58,7 +57,7 @@ final class UpstreamPools: Sendable {
     /// it idles too long, or when the upstream closes it.
     func release(_ connection: UpstreamConnection, on eventLoop: any EventLoop) {
         connection.handler.delegate = nil
-        guard connection.channel.isActive, let pool = pools[ObjectIdentifier(eventLoop)]?.value,
+        guard connection.channel.isActive, connection.handler.reusable, let pool = pools[ObjectIdentifier(eventLoop)]?.value,
             pool.idle.count < Self.maximumIdlePerLoop
         else {
             connection.channel.close(promise: nil)
@@ -98,7 +97,6 @@ final class UpstreamPools: Sendable {
                         let name = WAFHost.isIPLiteral(upstream.host) ? nil : upstream.host
                         try pipeline.addHandler(try NIOSSLClientHandler(context: tls, serverHostname: name))
                     }
-                    try pipeline.addHTTPClientHandlers()
                     try pipeline.addHandler(UpstreamHandler(generation: generation))
                 }
             }

@@ -1,0 +1,3 @@
+module wafbench/goproxy
+
+go 1.19

@@ -1,32 +1,37 @@
 #!/usr/bin/env bash
-# The token-injecting proxy beside nginx, in the same run: h2load (HTTP/1.1, keep-alive) through
-# waf-tokend's proxy, and through nginx with proxy_pass and a fixed Cookie header carrying the same
-# token, to the same upstream (a second nginx answering `return 200` on a loopback port), keep-alive
-# on both sides of both proxies. Both proxies listen on a Unix socket and use one worker per core.
-# Each figure is the median of RUNS runs, the two alternating, at 16 and 64 connections.
+# The token-injecting proxy beside two anchors, in the same run: nginx (proxy_pass with a fixed
+# Cookie header carrying the same token) and Go's net/http/httputil.ReverseProxy with a director
+# that sets the cookie (Benchmarks/go-proxy, built here). All three listen on a Unix socket and go
+# to the same upstream, a second nginx answering `return 200` on a loopback port, keep-alive on
+# both sides. h2load (HTTP/1.1, keep-alive) at 16 and 64 connections, with one worker each
+# (--proxy-threads 1, worker_processes 1, GOMAXPROCS=1) and with one per core. Each figure is
+# the median of RUNS runs, the three alternating.
 #
-#   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 PROXY_THREADS=<cores>)
+#   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
 
 RUNS=${RUNS:-3}
 REQUESTS=${REQUESTS:-100000}
-THREADS=${PROXY_THREADS:-$(nproc)}
+WORKERS=${WORKERS:-1 $(nproc)}
+CONNECTIONS=${CONNECTIONS:-16 64}
 bench_setup proxy
 command -v nginx >/dev/null || { echo "error: nginx is missing (scripts/install-deps.sh bench installs it)" >&2; exit 1; }
+command -v go >/dev/null || { echo "error: go is missing (scripts/install-deps.sh bench installs golang-go)" >&2; exit 1; }
 
 build_release waf-tokend waf-token-service
+(cd Benchmarks/go-proxy && GOCACHE="$work/gocache" GOFLAGS=-mod=mod go build -o "$work/go-proxy" .)
 start_service
 
 # nginx unprivileged or as root, everything under $work. (As root its workers stay root here: they
 # only read what the master opened.)
 nginx_config() {
-    local name=$1 body=$2
+    local name=$1 workers=$2 body=$3
     mkdir -p "$work/$name"
     cat >"$work/$name/nginx.conf" <<EOF
 $([ "$(id -u)" -eq 0 ] && echo "user root;")
-worker_processes $THREADS;
+worker_processes $workers;
 pid $work/$name/nginx.pid;
 error_log $work/$name/error.log warn;
 events { worker_connections 4096; }
@@ -46,15 +51,21 @@ EOF
 }
 
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-nginx_config upstream "    server { listen 127.0.0.1:$port; location / { return 200 \"ok\\n\"; } }"
+nginx_config upstream 1 "    server { listen 127.0.0.1:$port; location / { return 200 \"ok\\n\"; } }"
 wait_for "curl -sf http://127.0.0.1:$port/"
 
-start_daemon "$work/token.sock" --proxy-listen "$work/proxy.sock" --proxy-upstream "http://127.0.0.1:$port" --proxy-threads "$THREADS"
-token=$(curl -sf --unix-socket "$work/token.sock" -H "Accept: text/plain" http://localhost/v1/token)
-
-nginx_config front "    upstream waf { server 127.0.0.1:$port; keepalive 128; }
+echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"
+echo "waf-tokend --proxy-threads N; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') worker_processes N, proxy_pass, keepalive, a fixed Cookie; $(go version | cut -d' ' -f3) ReverseProxy, GOMAXPROCS=N"
+printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" "vs Go"
+for workers in $WORKERS; do
+    dir=$work/w$workers
+    mkdir -p "$dir"
+    start_daemon "$dir/token.sock" --state-directory "$dir" --proxy-listen "$dir/proxy.sock" --proxy-upstream "http://127.0.0.1:$port" --proxy-threads "$workers"
+    ours_pid=$daemon
+    token=$(curl -sf --unix-socket "$dir/token.sock" -H "Accept: text/plain" http://localhost/v1/token)
+    nginx_config "front$workers" "$workers" "    upstream waf { server 127.0.0.1:$port; keepalive 128; }
     server {
-        listen unix:$work/nginx.sock;
+        listen unix:$dir/nginx.sock;
         location / {
             proxy_pass http://waf;
             proxy_http_version 1.1;
@@ -62,23 +73,37 @@ nginx_config front "    upstream waf { server 127.0.0.1:$port; keepalive 128; }
             proxy_set_header Cookie \"aws-waf-token=$token\";
         }
     }"
-wait_for "curl -sf --unix-socket $work/nginx.sock http://localhost/"
-wait_for "curl -sf --unix-socket $work/proxy.sock http://localhost/"
-
-echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1, h2load --h1 -t 1, $REQUESTS requests per run, median of $RUNS runs, $(nproc) cores"
-echo "waf-tokend: --proxy-threads $THREADS; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'): worker_processes $THREADS, proxy_pass with keepalive and a fixed Cookie"
-printf "%-12s %14s %9s %9s %14s %9s %9s %9s %9s\n" connections "waf-tokend r/s" "p50 ms" "p99 ms" "nginx r/s" "p50 ms" "p99 ms" "r/s ratio" "p99 ratio"
-for connections in 16 64; do
-    h2load_run "$work/proxy.sock" "$connections" 20000 / >/dev/null   # warm-up
-    h2load_run "$work/nginx.sock" "$connections" 20000 / >/dev/null
-    ours=() theirs=()
-    for ((run = 0; run < RUNS; run++)); do
-        ours+=("$(h2load_run "$work/proxy.sock" "$connections" "$REQUESTS" /)")
-        theirs+=("$(h2load_run "$work/nginx.sock" "$connections" "$REQUESTS" /)")
+    nginx_pid=${pids[-1]}
+    GOMAXPROCS=$workers "$work/go-proxy" "$dir/go.sock" "http://127.0.0.1:$port" "$token" >"$dir/go.out" &
+    pids+=($!)
+    go_pid=$!
+    wait_for "grep -q ready $dir/go.out"
+    for socket in proxy nginx go; do wait_for "curl -sf --unix-socket $dir/$socket.sock http://localhost/"; done
+    for connections in $CONNECTIONS; do
+        declare -A rows=()
+        for socket in proxy nginx go; do h2load_run "$dir/$socket.sock" "$connections" 20000 / >/dev/null; done   # warm-up
+        for ((run = 0; run < RUNS; run++)); do
+            for socket in proxy nginx go; do rows[$socket]+="$(h2load_run "$dir/$socket.sock" "$connections" "$REQUESTS" /)"$'\n'; done
+        done
+        median() { median_row $(printf '%s' "${rows[$1]}" | tr ' ' '_') | tr '_' ' '; }
+        read -r rate _ p99 <<<"$(median proxy)"
+        read -r nrate _ np99 <<<"$(median nginx)"
+        read -r grate _ gp99 <<<"$(median go)"
+        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %8.2fx\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" "$gp99" \
+            "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
+            "$(awk -v a="$rate" -v b="$grate" 'BEGIN {print a / b}')"
     done
-    read -r rate p50 p99 <<<"$(median_row "${ours[@]}")"
-    read -r rate2 p502 p992 <<<"$(median_row "${theirs[@]}")"
-    printf "%-12s %14s %9s %9s %14s %9s %9s %8.2fx %8.2fx\n" "$connections" "$rate" "$p50" "$p99" "$rate2" "$p502" "$p992" \
-        "$(awk -v a="$rate" -v b="$rate2" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$p992" 'BEGIN {print a / b}')"
+    # CPU per request of each proxy (all its threads or processes), 16 connections.
+    cpu_per_request() {
+        local before after
+        before=$(cpu_of "$1")
+        h2load_run "$2" 16 "$REQUESTS" / >/dev/null
+        after=$(cpu_of "$1")
+        awk -v t="$((after - before))" -v n="$REQUESTS" 'BEGIN {printf "%.1f", t / 1000 / n}'
+    }
+    cpu_of() { local total=0; for pid in "$1" $(pgrep -P "$1" || true); do total=$((total + $(cpu_nanoseconds "$pid"))); done; echo "$total"; }
+    echo "         CPU per request (µs, user and system, every thread or worker): waf-tokend $(cpu_per_request "$ours_pid" "$dir/proxy.sock")," \
+        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock"), Go $(cpu_per_request "$go_pid" "$dir/go.sock")"
+    kill "$ours_pid" "$nginx_pid" "$go_pid" 2>/dev/null || true
+    wait "$ours_pid" "$nginx_pid" "$go_pid" 2>/dev/null || true
 done
-echo "the daemon after the runs: $(memory "$daemon")"

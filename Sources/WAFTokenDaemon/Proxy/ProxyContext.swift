@@ -1,3 +1,4 @@
+import CoreMetrics
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -29,6 +30,9 @@ final class ProxyContext: ConnectionGuardContext {
     let shuttingDown = Atomic<Bool>(false)
     /// Token answers reach the proxy's loops through it (see `LoopGate`).
     let loopGate: LoopGate
+    /// This proxy's metrics, kept rather than looked up per request.
+    let requestCounters: [CoreMetrics.Counter]
+    let upstreamTimer: CoreMetrics.Timer
 
     init(
         provider: WAFTokenProvider, name: String, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup,
@@ -40,6 +44,8 @@ final class ProxyContext: ConnectionGuardContext {
         self.metrics = metrics
         self.board = board
         self.logger = logger
+        requestCounters = metrics.proxyRequestCounters(provider: name)
+        upstreamTimer = metrics.upstreamTimer(provider: name)
         current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1))
         pools = UpstreamPools(group: group)
     }

@@ -131,7 +131,7 @@ extension ProxyHandler {
 
     private func count(_ status: HTTPResponseStatus) {
         proxy.board.requests.add(1, ordering: .relaxed)
-        proxy.metrics.countProxyRequest(provider: proxy.providerName, status: status.code)
+        proxy.requestCounters[Int(min(max(status.code / 100, 1), 5)) - 1].increment()
     }
 
     func armStallTimer(_ exchange: ProxyExchange) {

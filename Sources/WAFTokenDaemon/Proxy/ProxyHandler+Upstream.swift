@@ -86,7 +86,7 @@ extension ProxyHandler: UpstreamDelegate {
         switch (part, exchange.phase) {
         case (.head(let head, let framing), .awaitingAnswer), (.head(let head, let framing), .receiving):
             stopStallTimer()
-            proxy.metrics.recordUpstreamLatency(provider: proxy.providerName, nanoseconds: (NIODeadline.now() - exchange.sentAt).nanoseconds)
+            proxy.upstreamTimer.recordNanoseconds((NIODeadline.now() - exchange.sentAt).nanoseconds)
             exchange.clientFraming = ProxyRules.clientFraming(framing, clientMinorVersion: exchange.head.minorVersion)
             let challenge = ProxyRules.isChallenge(head)
             if challenge {

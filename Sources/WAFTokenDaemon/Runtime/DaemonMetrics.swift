@@ -96,9 +96,10 @@ final class DaemonMetrics: Sendable {
     // MARK: The proxy
 
     /// A proxied request's answer to its client, by class: `2xx`, `5xx`.
-    func countProxyRequest(provider: String, status: UInt) {
-        counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimensions: [("provider", provider), ("class", "\(status / 100)xx")])
-            .increment()
+    /// The proxy's request counters of `provider` by status class (index 0 for 1xx … 4 for 5xx),
+    /// for a proxy to keep: looking one up costs a lock and a string key, each request.
+    func proxyRequestCounters(provider: String) -> [CoreMetrics.Counter] {
+        (1...5).map { counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimensions: [("provider", provider), ("class", "\($0)xx")]) }
     }
 
     /// `challenge` (an upstream's 202 challenge seen), `replay` (a request sent once more),
@@ -107,16 +108,16 @@ final class DaemonMetrics: Sendable {
         counter(in: proxyCounters, label: "waf_tokend_proxy_events_total", dimensions: [("provider", provider), ("event", event)]).increment()
     }
 
-    /// From the request's last byte sent upstream to the answer's head.
-    func recordUpstreamLatency(provider: String, nanoseconds: Int64) {
-        let timer = proxyUpstreamTimes.withLockedValue { timers in
+    /// The proxy's upstream timer of `provider` (from the request's last byte sent upstream to the
+    /// answer's head), for a proxy to keep.
+    func upstreamTimer(provider: String) -> CoreMetrics.Timer {
+        proxyUpstreamTimes.withLockedValue { timers in
             if let timer = timers[provider] { return timer }
             let timer = CoreMetrics.Timer(
                 label: "waf_tokend_proxy_upstream_seconds", dimensions: [("provider", provider)], preferredDisplayUnit: .seconds, factory: factory)
             timers[provider] = timer
             return timer
         }
-        timer.recordNanoseconds(nanoseconds)
     }
 
     /// The Prometheus text exposition, with each provider's gauges read fresh from its status.

@@ -5,7 +5,8 @@
 # to the same upstream, a second nginx answering `return 200` on a loopback port, keep-alive on
 # both sides. h2load (HTTP/1.1, keep-alive) at 16 and 64 connections, with one worker each
 # (--proxy-threads 1, worker_processes 1, GOMAXPROCS=1) and with one per core. Each figure is
-# the median of RUNS runs, the three alternating.
+# the median of RUNS runs, the three alternating. Also the daemon's memory at rest with the socket
+# and the proxy on, before any load.
 #
 #   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64")
 set -euo pipefail
@@ -62,6 +63,8 @@ for workers in $WORKERS; do
     mkdir -p "$dir"
     start_daemon "$dir/token.sock" --state-directory "$dir" --proxy-listen "$dir/proxy.sock" --proxy-upstream "http://127.0.0.1:$port" --proxy-threads "$workers"
     ours_pid=$daemon
+    sleep 1
+    echo "waf-tokend at rest with the socket and a proxy of $workers thread(s): $(memory "$ours_pid")"
     token=$(curl -sf --unix-socket "$dir/token.sock" -H "Accept: text/plain" http://localhost/v1/token)
     nginx_config "front$workers" "$workers" "    upstream waf { server 127.0.0.1:$port; keepalive 128; }
     server {

@@ -76,17 +76,21 @@ printf 'token reads, 16 connections, medians of %d: one provider %s req/s (p99 %
 # The storm: every pN refreshed at once; reads of q meanwhile.
 cat > "$work/reads.py" <<'PY'
 # q's token over one kept-alive connection for SECONDS, each answer timed: "start_time latency_ms".
+# Kept in memory and printed at the end: printing as it goes would fill the pipe to the parent,
+# which reads only afterwards, and the reader would stop while the storm runs.
 import socket, sys, time
 path, seconds = sys.argv[1], float(sys.argv[2])
 s = socket.socket(socket.AF_UNIX); s.connect(path)
 end = time.time() + seconds
+timed = []
 while time.time() < end:
     start = time.time()
     s.sendall(b"GET /v1/token?provider=q HTTP/1.1\r\nHost: x\r\n\r\n")
     data = b""
     while b"\r\n\r\n" not in data or len(data) < data.index(b"\r\n\r\n") + 4 + int(data.split(b"Content-Length: ")[1].split(b"\r\n")[0]):
         data += s.recv(65536)
-    print(f"{start:.6f} {(time.time() - start) * 1000:.3f}")
+    timed.append((start, (time.time() - start) * 1000))
+print("\n".join(f"{at:.6f} {latency:.3f}" for at, latency in timed))
 PY
 python3 - "$work/n100/token.sock" 100 "$work/reads.py" <<'PY'
 import json, socket, subprocess, sys, threading, time

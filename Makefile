@@ -40,7 +40,7 @@ image: release
 test-packages: deb image
 	DEB_VERSION=$$(sed -n '1s/^waf-tokend (\([^)]*\)).*/\1/p' deploy/debian/changelog)+upgrade1 scripts/deb.sh
 	$(SWIFT) build --build-tests
-	$(SWIFT) test --skip-build --filter WAFPackageTests
+	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --filter WAFPackageTests
 
 # The daemon against a local token service in the same process: no AWS account, no root.
 demo: deps
@@ -57,9 +57,9 @@ test: deps
 	scripts/check-suites.sh
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --product generate-manual
-	$(SWIFT) test --skip-build --skip WAFReliabilityTests --skip WAFPackageTests
+	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --skip WAFReliabilityTests --skip WAFPackageTests
 	SWIFT=$(SWIFT) scripts/check-pool-watch.sh
-	$(SWIFT) test --skip-build --filter WAFReliabilityTests
+	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --filter WAFReliabilityTests
 
 # The suite N times over one build, and per test how many runs it failed (hunting a flake):
 # make test-repeat N=5 [FILTER=REGEX]
@@ -126,4 +126,4 @@ fuzz-ci: deps
 # The reliability suite at full scale: 1,000 kills, 10,000 signals, the whole fault matrix,
 # floods and a soak of 10 million reads; each prints its figures. `make test` runs it bounded.
 test-reliability: deps release
-	WAF_RELIABILITY=full $(SWIFT) test --filter WAFReliabilityTests
+	WAF_RELIABILITY=full SWIFT=$(SWIFT) scripts/swift-test.sh --filter WAFReliabilityTests

@@ -96,7 +96,7 @@ idle_wakeups() {
     switches "$1" >"$sample.after"
     awk 'NR == FNR {before[$1] = $3; next}
          {delta = $3 - before[$1]; total += delta; if (delta) threads = threads sprintf("%s%s %d", threads ? ", " : "", $2, delta)}
-         END {printf "%d (%s)", total, threads ? threads : "no thread woke"}' "$sample.before" "$sample.after"
+         END {printf "%d (%s)\n", total, threads ? threads : "no thread woke"}' "$sample.before" "$sample.after"
 }
 
 # perf_counts PID COMMAND...: runs COMMAND while perf counts PID's CPU time (ms) and syscalls

@@ -28,6 +28,7 @@ let package = Package(
         fuzzTarget("fuzz-cookie-path", ["WAFTokenCore"]),
         fuzzTarget("fuzz-sse", ["WAFDaemonClient"]),
         fuzzTarget("fuzz-local-service", ["WAFLocalTokenService", "WAFChallenge"]),
+        fuzzTarget("fuzz-relay", ["WAFTokenDaemon"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-60}
-targets=${FUZZ_TARGETS:-"fuzz-socket fuzz-config fuzz-challenge fuzz-state fuzz-cookie-path fuzz-sse fuzz-local-service"}
+targets=${FUZZ_TARGETS:-"fuzz-socket fuzz-config fuzz-challenge fuzz-state fuzz-cookie-path fuzz-sse fuzz-local-service fuzz-relay"}
 scratch=.build-fuzz
 flags=(--package-path Fuzz --scratch-path "$scratch" --sanitize=fuzzer --sanitize=address)
 work=${FUZZ_WORK:-$(mktemp -d /tmp/waf-fuzz.XXXXXX)}

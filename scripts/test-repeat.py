@@ -38,7 +38,8 @@ for run in range(1, arguments.runs + 1):
     codes = []
     with open(f"{logs}/run-{run}.log", "w") as log:
         for extra in invocations:
-            result = subprocess.run([swift, "test", "--skip-build", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            # Through swift-test.sh: a run that crashes leaves no daemon behind for the next one.
+            result = subprocess.run(["scripts/swift-test.sh", "--skip-build", *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ, SWIFT=swift))
             log.write(result.stdout)
             codes.append(result.returncode)
             for line in result.stdout.splitlines():

@@ -28,9 +28,19 @@ public struct ProofOfWorkSolver: Sendable {
         public let elapsed: Duration
     }
 
-    /// Solves `work`. Cancelling the task stops every worker within one chunk of nonces.
+    /// Every search of the process takes its turn here (`SolveGate`).
+    private static let gate = SolveGate()
+
+    /// Solves `work`, after the searches that came first. Cancelling the task stops every worker
+    /// within one chunk of nonces (or its wait for its turn).
     public func solve(_ work: ProofOfWork) async throws(ProofOfWorkError) -> Solution {
         if let reason = work.unsolvableReason { throw .unsolvable(reason) }
+        do {
+            try await Self.gate.enter()
+        } catch {
+            throw .cancelled
+        }
+        defer { Self.gate.leave() }
         let search = Search(work: work, stopAtSolution: true)
         let clock = ContinuousClock()
         let started = clock.now

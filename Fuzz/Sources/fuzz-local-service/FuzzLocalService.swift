@@ -28,7 +28,7 @@ public func fuzz(_ data: UnsafeRawPointer, _ size: Int) -> CInt {
     if counted { service.callFinished() }
     switch reply {
     case .send: break
-    case .drop, .stall: violated("no answer to \(method) \(target) with no fault armed")
+    case .drop, .stall, .trickle: violated("no answer, or one dripped, to \(method) \(target) with no fault armed")
     }
     return 0
 }

@@ -27,9 +27,15 @@ private final class Fixture: @unchecked Sendable {
             options: .init(jitter: false, snapshotChanged: generation.advance, logger: quiet))
         scheduler.runUntilIdle()
         let metrics = DaemonMetrics()
+        let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
+        let providers = ProviderSet()
+        let board = ProxyBoard()
+        providers.insert(ProviderEntry(
+            configuration: ProviderConfiguration(name: "default", configuration: configuration, values: [:]), provider: provider, access: policy,
+            proxy: ProxyController(provider: provider, name: "default", metrics: metrics, board: board, logger: quiet), board: board))
         api = APIContext(
-            provider: provider,
-            settings: .init(policy: AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet), idleTimeout: .seconds(60), requestTimeout: .seconds(10)),
+            providers: providers,
+            settings: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),
             metrics: metrics, events: EventBroadcaster(metrics: metrics), generation: generation,
             info: .init(version: "fuzz", socketPath: "/fuzz.sock", demo: false, pid: 1), logger: quiet)
     }

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# `swift test` in a session of its own; afterwards every process still in that session is killed.
+# A test process that crashes (or is killed at a deadline) leaves its child daemons and token
+# services running, and some retry every 50 ms for ever: on a 2-core machine a handful of them
+# disturbs every later test and benchmark.
+#
+#   scripts/swift-test.sh [swift test arguments...]
+set -uo pipefail
+setsid "${SWIFT:-swift}" test "$@" &
+session=$!
+# An interrupt reaches only this script's process group, not the session: pass it on.
+trap 'pkill -KILL -s "$session" 2>/dev/null; exit 130' INT TERM
+wait "$session"
+status=$?
+pkill -KILL -s "$session" 2>/dev/null || true
+exit "$status"

@@ -23,15 +23,22 @@ final class SolveGate: Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                let enterNow = state.withLock { state -> Bool in
+                // Cancelled before it got in line, the handler found nothing to cancel: it is
+                // checked here, under the lock, after the flag that precedes the handler is set.
+                let outcome = state.withLock { state -> Bool? in
+                    if Task.isCancelled { return false }
                     if !state.busy {
                         state.busy = true
                         return true
                     }
                     state.waiting.append((id, continuation))
-                    return false
+                    return nil
                 }
-                if enterNow { continuation.resume() }
+                switch outcome {
+                case true?: continuation.resume()
+                case false?: continuation.resume(throwing: CancellationError())
+                case nil: break
+                }
             }
         } onCancel: {
             let cancelled = state.withLock { state -> CheckedContinuation<Void, any Error>? in

@@ -13,6 +13,19 @@ final class Order: Sendable {
 
 @Suite("Searches take turns", .offPool, .timeLimit(.minutes(1)))
 struct SolveGateTests {
+    @Test("a search cancelled before it gets in line throws at once")
+    func cancelledBeforeTheLine() async throws {
+        let gate = SolveGate()
+        try await gate.enter()
+        let late = Task {
+            // Cancelled before it asks: the handler runs first and finds nobody in line.
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await gate.enter()
+        }
+        await #expect(throws: CancellationError.self) { try await late.value }
+        gate.leave()
+    }
+
     @Test("a second search waits until the first leaves; one cancelled while waiting throws and holds no one up")
     func turns() async throws {
         let gate = SolveGate()

@@ -74,6 +74,13 @@ final class DaemonMetrics: Sendable {
     /// A provider left the configuration: its series leave the exposition.
     func forget(provider name: String) {
         providers.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
+        // The proxy's series too: its counters exist from the proxy's start, used or not.
+        let counters = proxyCounters.withLockedValue { counters in
+            let keys = counters.keys.filter { $0.split(separator: " ").dropFirst().first.map(String.init) == name }
+            return keys.compactMap { counters.removeValue(forKey: $0) }
+        }
+        counters.forEach { $0.destroy() }
+        proxyUpstreamTimes.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
     }
 
     private func provider(_ name: String) -> ProviderMetrics {
@@ -95,7 +102,6 @@ final class DaemonMetrics: Sendable {
 
     // MARK: The proxy
 
-    /// A proxied request's answer to its client, by class: `2xx`, `5xx`.
     /// The proxy's request counters of `provider` by status class (index 0 for 1xx … 4 for 5xx),
     /// for a proxy to keep: looking one up costs a lock and a string key, each request.
     func proxyRequestCounters(provider: String) -> [CoreMetrics.Counter] {

@@ -96,24 +96,34 @@ extension ConfigurationLoader {
     private static func conflicts(_ providers: [ProviderConfiguration]) -> [WAFConfigurationIssue] {
         var issues: [WAFConfigurationIssue] = []
         func key(_ provider: ProviderConfiguration, _ name: String) -> String { provider.isDefault ? name : "providers.\(provider.name).\(name)" }
-        for (index, provider) in providers.enumerated() {
-            for earlier in providers[..<index] {
-                if earlier.identity == provider.identity {
+        // By what they would share, the providers so far: linear in the providers (a hundred of
+        // them compared pairwise, each identity built anew, cost start-up milliseconds).
+        var identities: [WAFTokenIdentity: [String]] = [:], files: [String: [String]] = [:], listens: [String: [String]] = [:]
+        for provider in providers {
+            let identity = provider.identity
+            for earlier in identities[identity, default: []] {
+                issues.append(WAFConfigurationIssue(
+                    key: key(provider, "domainName"), value: provider.domainName.debugDescription,
+                    problem: "gives provider \(provider.name) the identity of provider \(earlier) (the same applicationIntegrationUrl and domainName)",
+                    allowed: "one provider per web ACL and domain"))
+            }
+            identities[identity, default: []].append(provider.name)
+            if let file = provider[Keys.sinksTokenFile] {
+                for earlier in files[file, default: []] {
                     issues.append(WAFConfigurationIssue(
-                        key: key(provider, "domainName"), value: provider.domainName.debugDescription,
-                        problem: "gives provider \(provider.name) the identity of provider \(earlier.name) (the same applicationIntegrationUrl and domainName)",
-                        allowed: "one provider per web ACL and domain"))
-                }
-                if let file = provider[Keys.sinksTokenFile], file == earlier[Keys.sinksTokenFile] {
-                    issues.append(WAFConfigurationIssue(
-                        key: key(provider, "sinks.tokenFile"), value: file.debugDescription, problem: "is provider \(earlier.name)'s token file too",
+                        key: key(provider, "sinks.tokenFile"), value: file.debugDescription, problem: "is provider \(earlier)'s token file too",
                         allowed: "a token file of its own"))
                 }
-                if let listen = provider[Keys.proxyListen], listen == earlier[Keys.proxyListen] {
+                files[file, default: []].append(provider.name)
+            }
+            if let listen = provider[Keys.proxyListen] {
+                let address = listen.description
+                for earlier in listens[address, default: []] {
                     issues.append(WAFConfigurationIssue(
-                        key: key(provider, "proxy.listen"), value: listen.description.debugDescription,
-                        problem: "is where provider \(earlier.name)'s proxy listens too", allowed: "an address of its own"))
+                        key: key(provider, "proxy.listen"), value: address.debugDescription,
+                        problem: "is where provider \(earlier)'s proxy listens too", allowed: "an address of its own"))
                 }
+                listens[address, default: []].append(provider.name)
             }
         }
         return issues

@@ -42,19 +42,30 @@ enum AtomicFile {
         }
     }
 
-    /// Removes what a killed writer left of its temporaries for `path`: files named like ours,
-    /// `.NAME.XXXXXX`, beside it. Returns how many.
-    @discardableResult
-    static func removeStaleTemporaries(for path: String) -> Int {
-        let target = FilePath(path)
-        let prefix = "." + (target.lastComponent?.string ?? "") + "."
-        guard let directory = opendir(target.removingLastComponent().string.isEmpty ? "." : target.removingLastComponent().string) else { return 0 }
-        defer { closedir(directory) }
-        var removed = 0
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard name.hasPrefix(prefix), name.utf8.count == prefix.utf8.count + 6 else { continue }
-            if unlink(target.removingLastComponent().appending(name).string) == 0 { removed += 1 }
+    /// Removes what a killed writer left of its temporaries for `paths`: files named like ours,
+    /// `.NAME.XXXXXX`, beside each. Each directory is read once, however many paths it holds (a
+    /// read per path made a hundred providers' start-up quadratic). Returns how many, by path.
+    static func removeStaleTemporaries(for paths: some Collection<String>) -> [String: Int] {
+        var byDirectory: [String: Set<String>] = [:]
+        for path in paths {
+            let target = FilePath(path)
+            guard let name = target.lastComponent?.string else { continue }
+            byDirectory[target.removingLastComponent().string, default: []].insert(name)
+        }
+        var removed: [String: Int] = [:]
+        for (directoryPath, names) in byDirectory {
+            let directory = FilePath(directoryPath.isEmpty ? "." : directoryPath)
+            guard let stream = opendir(directory.string) else { continue }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let entryName = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                // `.` + the name + `.` + six characters of mkstemp's.
+                let bytes = Array(entryName.utf8)
+                guard bytes.count > 8, bytes[0] == UInt8(ascii: "."), bytes[bytes.count - 7] == UInt8(ascii: ".") else { continue }
+                let name = String(decoding: bytes[1..<(bytes.count - 7)], as: UTF8.self)
+                guard names.contains(name), unlink(directory.appending(entryName).string) == 0 else { continue }
+                removed[directoryPath.isEmpty ? name : FilePath(directoryPath).appending(name).string, default: 0] += 1
+            }
         }
         return removed
     }

@@ -41,7 +41,6 @@ struct StateStore: Sendable, Equatable {
     /// logged in one line, and the daemon starts without it: it never crash-loops on its own state.
     /// A state directory that cannot be looked into at all is an error (exit 71).
     func load(for identity: WAFTokenIdentity, logger: Logger) throws(DaemonFailure) -> WAFTokenProviderOptions.RestoredToken? {
-        AtomicFile.removeStaleTemporaries(for: path)
         var info = stat()
         if lstat(path, &info) != 0 {
             if errno == ENOENT { return nil }

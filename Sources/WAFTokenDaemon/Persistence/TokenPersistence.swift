@@ -34,11 +34,30 @@ final class TokenPersistence: Service, @unchecked Sendable {
     static let firstRetry = Duration.seconds(1)
     static let longestRetry = Duration.seconds(30)
 
+    /// Whose a managed path is, and as what.
+    private enum Owner {
+        case cookieJar
+        case tokenFile(provider: String)
+        case stateFile(provider: String, StateStore)
+    }
+
     private let queue = DispatchQueue(label: "waf-tokend.persistence")
     private let logger: Logger
     // Touched only on `queue`.
-    private var layout: Layout
+    private var layout: Layout {
+        didSet { owners = Self.owners(of: layout) }
+    }
+    /// The layout by path: a record's write looks up its own paths, not every provider's (a
+    /// hundred providers restoring their tokens at start-up made that quadratic, twice over).
+    private var owners: [String: Owner]
+    /// Providers whose records changed since their paths were last brought up to date; their
+    /// writes are done together, so that records arriving together write the cookie jar once.
+    private var dirty: Set<String> = []
     private var records: [String: WAFTokenRecord] = [:]
+    /// Providers whose files this process keeps: those that reported a record, and those whose
+    /// identity changed. Another's files are left as they are: at start-up, the first provider to
+    /// report must not clear the files of one that has not yet restored its token from them.
+    private var managed: Set<String> = []
     /// What each managed path holds as far as this process knows: the bytes, or nil for removed.
     private var written: [String: [UInt8]?] = [:]
     /// Paths whose last write failed, with the attempts so far.
@@ -48,11 +67,25 @@ final class TokenPersistence: Service, @unchecked Sendable {
 
     init(layout: Layout, logger: Logger) {
         self.layout = layout
+        self.owners = Self.owners(of: layout)
         self.logger = logger
-        for path in layout.paths {
-            let removed = AtomicFile.removeStaleTemporaries(for: path)
-            if removed > 0 { logger.notice("removed \(removed) temporary file\(removed == 1 ? "" : "s") an earlier run left beside \(path)") }
+        removeStaleTemporaries(in: layout.paths)
+    }
+
+    private func removeStaleTemporaries(in paths: Set<String>) {
+        for (path, removed) in AtomicFile.removeStaleTemporaries(for: paths) where removed > 0 {
+            logger.notice("removed \(removed) temporary file\(removed == 1 ? "" : "s") an earlier run left beside \(path)")
         }
+    }
+
+    private static func owners(of layout: Layout) -> [String: Owner] {
+        var owners: [String: Owner] = [:]
+        for (name, target) in layout.providers {
+            if let file = target.tokenFile { owners[file] = .tokenFile(provider: name) }
+            if let state = target.stateFile { owners[state.path] = .stateFile(provider: name, state) }
+        }
+        if let jar = layout.cookieJar { owners[jar] = .cookieJar }
+        return owners
     }
 
     /// Where to write from now on, and for whom. A provider whose identity changed, or that is
@@ -61,10 +94,16 @@ final class TokenPersistence: Service, @unchecked Sendable {
         queue.async { [self] in
             for (name, target) in layout.providers where new.providers[name]?.identity != target.identity {
                 records[name] = nil
+                // Changed: its old files go now. Gone: its files are retired below, and one added
+                // back later starts unmanaged, like any new provider.
+                if new.providers[name] != nil { managed.insert(name) } else { managed.remove(name) }
             }
             let old = layout.paths
             layout = new
-            reconcile(retiring: old.subtracting(new.paths))
+            dirty = []
+            // Paths new to this process may hold what an earlier run's killed writer left.
+            removeStaleTemporaries(in: new.paths.subtracting(old))
+            reconcile(layout.paths.union(old.subtracting(new.paths)))
         }
     }
 
@@ -77,13 +116,15 @@ final class TokenPersistence: Service, @unchecked Sendable {
             }
             guard record != records[name] else { return }
             records[name] = record
-            reconcile()
+            managed.insert(name)
+            if dirty.isEmpty { queue.async { [self] in writeDirty() } }
+            dirty.insert(name)
         }
     }
 
     /// Waits until every write submitted so far is done (failed ones are not waited for).
     func flush() {
-        queue.sync {}
+        queue.sync { writeDirty() }
     }
 
     func run() async throws {
@@ -97,33 +138,49 @@ final class TokenPersistence: Service, @unchecked Sendable {
 
     // MARK: Writing (on `queue`)
 
-    /// What a path should hold now: bytes, nil for "no file", or `.keep` for a state file whose
-    /// token came from it (a loaded token is not written back as if fetched now).
+    /// What a path should hold now: bytes, nil for "no file", or `.keep`: a state file whose token
+    /// came from it (a loaded token is not written back as if fetched now), or a file of a provider
+    /// that has not reported yet.
     private enum Wanted: Equatable {
         case bytes([UInt8]?)
         case keep
     }
 
     private func wanted(_ path: String) -> Wanted {
-        if path == layout.cookieJar {
+        switch owners[path] {
+        case .cookieJar?:
             let cookies = layout.providers.keys.sorted().compactMap { records[$0]?.cookie }
             return .bytes(cookies.isEmpty ? nil : Array(CookieJar.text(cookies).utf8))
+        case .tokenFile(let name)?:
+            guard managed.contains(name) else { return .keep }
+            return .bytes(records[name]?.token.map { Array($0.value.utf8) })
+        case .stateFile(let name, let state)?:
+            guard managed.contains(name) else { return .keep }
+            guard let record = records[name], let token = record.token else { return .bytes(nil) }
+            guard record.origin == .fetched else { return .keep }
+            return .bytes(try? state.encode(token, for: record.identity))
+        case nil:
+            return .bytes(nil)
         }
-        for (name, target) in layout.providers {
-            let token = records[name]?.token
-            if path == target.tokenFile { return .bytes(token.map { Array($0.value.utf8) }) }
-            if let state = target.stateFile, path == state.path {
-                guard let record = records[name], let token else { return .bytes(nil) }
-                guard record.origin == .fetched else { return .keep }
-                return .bytes(try? state.encode(token, for: record.identity))
-            }
-        }
-        return .bytes(nil)
     }
 
-    /// Brings every managed path, and those just `retiring`, to what it should hold.
-    private func reconcile(retiring: Set<String> = []) {
-        for path in layout.paths.union(retiring).union(failing.keys).sorted() {
+    /// The paths of the providers whose records changed (and the jar), brought up to date.
+    private func writeDirty() {
+        guard !dirty.isEmpty else { return }
+        var paths: Set<String> = []
+        for name in dirty {
+            guard let target = layout.providers[name] else { continue }
+            if let file = target.tokenFile { paths.insert(file) }
+            if let state = target.stateFile { paths.insert(state.path) }
+        }
+        if let jar = layout.cookieJar { paths.insert(jar) }
+        dirty = []
+        reconcile(paths)
+    }
+
+    /// Brings `paths`, and those whose last write failed, to what they should hold.
+    private func reconcile(_ paths: Set<String>) {
+        for path in paths.union(failing.keys).sorted() {
             guard case .bytes(let bytes) = wanted(path) else {
                 failing[path] = nil
                 continue
@@ -131,7 +188,7 @@ final class TokenPersistence: Service, @unchecked Sendable {
             if let known = written[path], known == bytes, failing[path] == nil { continue }
             do {
                 if let bytes {
-                    if let state = layout.providers.values.compactMap(\.stateFile).first(where: { $0.path == path }) { try state.makeDirectory() }
+                    if case .stateFile(_, let state)? = owners[path] { try state.makeDirectory() }
                     try AtomicFile.write(bytes, to: path, mode: isStateFile(path) ? .ownerReadWrite : [.ownerReadWrite, .groupRead])
                 } else {
                     try AtomicFile.remove(path)
@@ -168,18 +225,22 @@ final class TokenPersistence: Service, @unchecked Sendable {
             guard let self else { return }
             retry = nil
             retryDelay = min(retryDelay * 2, Self.longestRetry)
-            reconcile()
+            reconcile([])
         }
         retry = timer
         timer.resume()
     }
 
     private func isStateFile(_ path: String) -> Bool {
-        layout.providers.values.contains { $0.stateFile?.path == path }
+        if case .stateFile? = owners[path] { return true }
+        return false
     }
 
     private func what(_ path: String) -> String {
-        if path == layout.cookieJar { return "cookie jar" }
-        return isStateFile(path) ? "state file" : "token file"
+        switch owners[path] {
+        case .cookieJar?: "cookie jar"
+        case .stateFile?: "state file"
+        case .tokenFile?, nil: "token file"
+        }
     }
 }

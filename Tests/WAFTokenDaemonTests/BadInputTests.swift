@@ -114,8 +114,10 @@ struct BadInputTests {
             #expect(await onOwnThread { crowd.waitUntilOpen() })
             #expect(try await curl(daemon.socketPath, "/v1/token").code == 200, "served while 2,000 others are open")
             #expect(try await daemon.client.getToken() != nil)
-            // Connected is not yet accepted: the daemon takes them off the backlog in its own time.
-            #expect(await eventually(for: .seconds(8)) {
+            // Connected is not yet accepted: the daemon takes them off the backlog in its own time
+            // (8 s once ran out under a loaded fresh-clone run that then saw all 2,000 answered;
+            // the counter counts every accepted connection, cut off or not).
+            #expect(await eventually(for: .seconds(30)) {
                 (try? await status(daemon))?["counters"]?["connections"]?.integer.map { $0 >= 2000 } == true
             }, "all 2,000 accepted")
             let outcome = try #require(await onOwnThread { crowd.finish() })

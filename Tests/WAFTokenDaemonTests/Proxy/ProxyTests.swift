@@ -118,7 +118,13 @@ struct ProxyTests {
                 return (code, body, digest)
             }
             let large = 1 << 20
-            let fresh = try await post(large)
+            // With a token minted just before: tokens live 2 s here, and on a loaded machine the
+            // daemon's first one can be older than that by now (a streamed body is not replayed).
+            var fresh = (code: 0, body: "", sha: "")
+            for _ in 1...3 where fresh.code != 200 {
+                _ = try await run("/usr/bin/curl", ["-s", "-X", "POST", "--unix-socket", daemon.socketPath, "http://localhost/v1/refresh?wait=10"])
+                fresh = try await post(large)
+            }
             #expect(fresh.code == 200)
             #expect(json(fresh.body)?["bodyBytes"]?.string == String(large))
             #expect(json(fresh.body)?["bodySHA256"]?.string == fresh.sha)

@@ -10,7 +10,9 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-60}
 targets=${FUZZ_TARGETS:-"fuzz-socket fuzz-config fuzz-challenge fuzz-state fuzz-cookie-path fuzz-sse fuzz-local-service fuzz-relay"}
 scratch=.build-fuzz
-flags=(--package-path Fuzz --scratch-path "$scratch" --sanitize=fuzzer --sanitize=address)
+# The Swift driver keeps only the last of two -sanitize= flags, so SwiftPM's two left the Swift
+# modules without coverage (libFuzzer: "no interesting inputs"); one combined flag instruments them.
+flags=(--package-path Fuzz --scratch-path "$scratch" --sanitize=fuzzer --sanitize=address -Xswiftc -sanitize=fuzzer,address)
 work=${FUZZ_WORK:-$(mktemp -d /tmp/waf-fuzz.XXXXXX)}
 mkdir -p "$work"
 export SWIFT_BACKTRACE=enable=no   # a crash must not leave the backtracer holding the terminal
@@ -43,8 +45,8 @@ for target in $targets; do
     log="$work/$target/log"
     executions=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
     rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
-    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
-    ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2)
+    cov=$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
+    ft=$(grep -oE 'ft: [0-9]+' "$log" | tail -1 | cut -d' ' -f2 || true)
     result=ok
     if ! grep -q 'INITED cov:' "$log"; then
         result="UNINSTRUMENTED (no cov: on the INITED line)"

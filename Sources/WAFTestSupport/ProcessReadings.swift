@@ -1,12 +1,31 @@
 import Foundation
 
-/// What /proc says about a process: resident memory and open descriptors.
+/// What /proc says about a process: resident memory, descriptors, CPU time, its threads.
 public enum ProcessReadings {
     /// Resident set size in KiB, nil when the process is gone.
     public static func residentKiB(_ pid: Int32) -> Int? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
         return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
+    }
+
+    /// Each thread's `/proc/PID/task/TID/status` as "key: value" lines, by thread id; a thread
+    /// that ended meanwhile is left out.
+    public static func threadStatuses(_ pid: Int32) -> [(tid: String, lines: [Substring])] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { tid in
+            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { return nil }
+            return (tid, status.split(separator: "\n"))
+        }
+    }
+
+    /// No signal pending for the process or any of its threads (`ShdPnd` and `SigPnd` all zero).
+    public static func nothingPending(_ pid: Int32) -> Bool {
+        threadStatuses(pid).allSatisfy { _, lines in
+            lines.allSatisfy { line in
+                !(line.hasPrefix("ShdPnd:") || line.hasPrefix("SigPnd:")) || line.split(separator: "\t").last.map { $0.allSatisfy { $0 == "0" } } == true
+            }
+        }
     }
 
     public static func openDescriptors(_ pid: Int32) -> Int? {

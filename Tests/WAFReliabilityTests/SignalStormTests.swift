@@ -22,7 +22,7 @@ struct SignalStormTests {
             // Standard signals pending together are delivered by number, SIGUSR1 before SIGUSR2,
             // whatever order they were sent in: the last word is only the last once the storm has
             // been taken in (a loaded fresh-clone run once ended the storm in the wrong state).
-            #expect(await eventually(for: .seconds(30)) { Self.nothingPending(pid) }, "the storm's signals taken in")
+            #expect(await eventually(for: .seconds(30)) { ProcessReadings.nothingPending(pid) }, "the storm's signals taken in")
             _ = try await curl(daemon.socketPath, "/v1/status")
             kill(pid, SIGUSR1)
             #expect(await lifecycleBecomes(daemon, "foreground"))
@@ -35,17 +35,6 @@ struct SignalStormTests {
             #expect(calls <= 4, "a storm of signals is no storm of requests")
             #expect(health.code == 200)
             #expect(daemon.process.isRunning)
-        }
-    }
-
-    /// No signal pending for the process or any of its threads (`/proc`, `ShdPnd` and `SigPnd`).
-    static func nothingPending(_ pid: pid_t) -> Bool {
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        return tasks.allSatisfy { task in
-            let status = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/status", encoding: .utf8)) ?? ""
-            return status.split(separator: "\n").allSatisfy { line in
-                !(line.hasPrefix("ShdPnd:") || line.hasPrefix("SigPnd:")) || line.split(separator: "\t").last.map { $0.allSatisfy { $0 == "0" } } == true
-            }
         }
     }
 }

@@ -35,12 +35,10 @@ struct AtRestTests {
     /// Voluntary and involuntary context switches of every thread of `pid`, by "tid name".
     static func contextSwitches(_ pid: Int32) -> Switches {
         var switches = Switches()
-        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
-        for tid in tasks {
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { continue }
+        for (tid, lines) in ProcessReadings.threadStatuses(pid) {
             var name = tid
             var count = 0
-            for line in status.split(separator: "\n") {
+            for line in lines {
                 if line.hasPrefix("Name:") { name = "\(tid) \(line.dropFirst(5).trimmingCharacters(in: .whitespaces))" }
                 if line.hasPrefix("voluntary_ctxt_switches:") || line.hasPrefix("nonvoluntary_ctxt_switches:") {
                     count += Int(line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)) ?? 0

@@ -46,11 +46,12 @@ enum AtomicFile {
     /// `.NAME.XXXXXX`, beside each. Each directory is read once, however many paths it holds (a
     /// read per path made a hundred providers' start-up quadratic). Returns how many, by path.
     static func removeStaleTemporaries(for paths: some Collection<String>) -> [String: Int] {
-        var byDirectory: [String: Set<String>] = [:]
+        // Directory → (file name → its path as given).
+        var byDirectory: [String: [String: String]] = [:]
         for path in paths {
             let target = FilePath(path)
             guard let name = target.lastComponent?.string else { continue }
-            byDirectory[target.removingLastComponent().string, default: []].insert(name)
+            byDirectory[target.removingLastComponent().string, default: [:]][name] = path
         }
         var removed: [String: Int] = [:]
         for (directoryPath, names) in byDirectory {
@@ -62,9 +63,10 @@ enum AtomicFile {
                 // `.` + the name + `.` + six characters of mkstemp's.
                 let bytes = Array(entryName.utf8)
                 guard bytes.count > 8, bytes[0] == UInt8(ascii: "."), bytes[bytes.count - 7] == UInt8(ascii: ".") else { continue }
-                let name = String(decoding: bytes[1..<(bytes.count - 7)], as: UTF8.self)
-                guard names.contains(name), unlink(directory.appending(entryName).string) == 0 else { continue }
-                removed[directoryPath.isEmpty ? name : FilePath(directoryPath).appending(name).string, default: 0] += 1
+                guard let path = names[String(decoding: bytes[1..<(bytes.count - 7)], as: UTF8.self)],
+                    unlink(directory.appending(entryName).string) == 0
+                else { continue }
+                removed[path, default: 0] += 1
             }
         }
         return removed

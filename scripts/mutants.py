@@ -13,6 +13,7 @@ import argparse, os, pathlib, shutil, subprocess, sys, time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 WORK = ROOT / ".build-mutants"
 PACKAGE = WORK / "package"
+LOGS = WORK / "logs"
 CORE = "Sources/WAFTokenCore/"
 
 # (file, original text, mutated text, what it breaks). The original must occur exactly once.
@@ -125,14 +126,17 @@ def build():
     return result.returncode == 0, result.stdout + result.stderr
 
 
-def test(limit):
-    """'failed', 'passed' or 'hung'."""
+def test(limit, log=None):
+    """'failed', 'passed' or 'hung'; the run's output goes to log when given."""
     try:
         result = subprocess.run(
             ["swift", "test", "--skip-build", "--package-path", str(PACKAGE)],
             capture_output=True, text=True, timeout=limit, env={**os.environ, "SWIFT_BACKTRACE": "enable=no"})
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as timeout:
+        output = (timeout.stdout or b"") + (timeout.stderr or b"")
+        if log: log.write_bytes(output if isinstance(output, bytes) else output.encode())
         return "hung"
+    if log: log.write_text(result.stdout + result.stderr)
     return "passed" if result.returncode == 0 else "failed"
 
 
@@ -143,6 +147,7 @@ def main():
     arguments = parser.parse_args()
 
     PACKAGE.mkdir(parents=True, exist_ok=True)
+    LOGS.mkdir(parents=True, exist_ok=True)
     prepare()
     ok, log = build()
     if not ok or test(arguments.limit) != "passed":
@@ -162,13 +167,14 @@ def main():
         path.write_text(source.replace(original, mutated))
         clock = time.time()
         built, log = build()
-        verdict = test(arguments.limit) if built else "failed to build"
+        # Each run's output is kept, so that a survivor can be looked into without running it again.
+        verdict = test(arguments.limit, LOGS / f"{number:03}.log") if built else "failed to build"
         path.write_text(source)
         # A mutant that does not build tests nothing: it is a mistake in this list, not a kill.
         killed = verdict == "failed"
         print(f"{number:3} {what:45} {'killed' if killed else verdict.upper():16} {time.time() - clock:5.1f} s", flush=True)
         if not killed:
-            survivors.append(f"{what} ({name}): {verdict}")
+            survivors.append(f"{what} ({name}): {verdict}, output in {(LOGS / f'{number:03}.log').relative_to(ROOT)}")
     build()
     print(f"{len(selected) - len(survivors)} of {len(selected)} killed in {time.time() - started:.0f} s")
     if survivors:

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Testing
 @testable import WAFTokenCore
 import WAFTokenCoreTestKit
@@ -98,10 +99,17 @@ struct RetryTests {
         #expect(harness.service.callTimes == seconds(0, 0, 0.1, 0.3, 0.7))
         #expect(harness.scheduler.nextJobTime == nil, "it stopped trying")
 
+        // Stepped job by job, so that the moment of the answer is seen: giving up leaves nothing
+        // armed, not even a timer that would wake to find nothing to do.
         let empty = Harness(.test(backgroundRefreshEnabled: false), then: .fail(outage))
-        let none = blocking(empty) { empty.provider.getToken() }
-        #expect(none == .some(nil))
+        let answers = NIOLockedValueBox<[String?]>([])
+        empty.provider.getToken { token in answers.withLockedValue { $0.append(token?.value) } }
+        for _ in 0..<100 where answers.withLockedValue({ $0.isEmpty }) {
+            empty.scheduler.advanceToNextJob()
+        }
+        #expect(answers.withLockedValue { $0 } == [nil])
         #expect(empty.service.callCount == 4)
+        #expect(empty.scheduler.nextJobTime == nil, "it gave up: no timer left armed")
     }
 
     @Test("RET-5: maxRetryCount 0 means one attempt and no backoff")

@@ -30,7 +30,7 @@ public struct OffPool: TestTrait, SuiteTrait, TestScoping {
         let alarm = BoundAlarm(test: test.displayName ?? test.name, bound: bound)
         defer { alarm.cancel() }
         try await OffPool.$inScope.withValue(true) {
-            try await withTaskExecutorPreference(TestExecutor(label: test.name)) {
+            try await withTaskExecutorPreference(TestExecutor()) {
                 defer { RunningTests.shared.end(span) }
                 try await function()
             }

@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import Testing
 @testable import WAFTestTraits
 
@@ -30,7 +32,26 @@ struct PoolWatcherTests {
     @Test("a synchronous test body runs on a thread of its own, not on the concurrency pool")
     func bodyRunsOffThePool() {
         #expect(OffPool.inScope)
-        #expect(TestExecutor.isCurrent, "on the test's own queue, not a pool thread")
+        #expect(TestExecutor.isCurrent, "on a test thread, not a pool thread")
+    }
+
+    @Test("test jobs that block all get a thread, past libdispatch's cap of 255 per priority")
+    func blockedJobsAllRun() async {
+        // With a dispatch queue per job, the 256th waited until one of the first 255 ended.
+        let count = 300
+        let started = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<count {
+            TestThreads.shared.run {
+                started.signal()
+                release.wait()
+            }
+        }
+        let all = await onThread {
+            (0..<count).allSatisfy { _ in started.wait(timeout: .now() + 10) == .success }
+        }
+        for _ in 0..<count { release.signal() }
+        #expect(all, "every blocked job was running at once")
     }
 
     @Test("a test's bound is its time limit, or its suite's, else five minutes", .timeLimit(.minutes(3)))
@@ -52,5 +73,12 @@ struct PoolWatcherTests {
                 }
             }
         }
+    }
+}
+
+/// Waits on a thread of its own, so that the test's own waiting depends on nothing it measures.
+private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+    await withCheckedContinuation { continuation in
+        Thread.detachNewThread { continuation.resume(returning: body()) }
     }
 }

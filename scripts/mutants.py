@@ -66,6 +66,8 @@ MUTANTS = [
     ("Driver/WAFTokenProvider.swift", "            driver.send(.stop)\n            driver.finishObservers()\n        }\n    }\n\n    /// The configuration", "            driver.finishObservers()\n        }\n    }\n\n    /// The configuration", "driver: a dropped provider goes on"),
     ("Driver/DispatchScheduler.swift", "timers.schedule(at: BoottimeTimers.now() + max(0, delay.nanoseconds), work)", "timers.schedule(at: BoottimeTimers.now() + max(0, delay.nanoseconds) * 10, work)", "driver: timers 10x late"),
     ("Driver/BoottimeTimers.swift", "sorted { ($0.value.deadline, $0.key) < ($1.value.deadline, $1.key) }", "sorted { ($0.value.deadline, $0.key) > ($1.value.deadline, $1.key) }", "driver: timers due together out of order"),
+    ("Driver/CallbackRunner.swift", "if state.busyLanes == 0 { return takeLane(&state) }", "return takeLane(&state)", "TOK-6 a lane per callback"),
+    ("Driver/CallbackRunner.swift", "return from == state.started ? takeLane(&state) : nil", "return nil", "TOK-6 held up by a slow callback"),
     ("Cookies/WAFCookie.swift", "if request.count == cookie.count || cookie.last == UInt8(ascii: \"/\") { return true }", "if request.count == cookie.count { return true }", "COOK-1 trailing slash"),
     ("Cookies/WAFCookie.swift", "return request.dropFirst(cookie.count).first == UInt8(ascii: \"/\")", "return true", "COOK-1 prefix without a slash"),
     ("Cookies/WAFCookieManager.swift", "guard state.settings.setTokenCookie else { return nil }", "", "COOK-2 cookie when off"),

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 
 #if canImport(Glibc)
@@ -8,6 +9,10 @@ import Glibc
 /// wake-up more than `limit` late means every pool thread was held that long: each test that ran
 /// meanwhile is told (`OffPool`), so that starvation fails the run by name instead of making some
 /// real-time test flaky.
+///
+/// A plain thread sleeps the same way beside it, as a control: when the machine, not the pool, is
+/// what ran late (hundreds of test threads and a compiler on two cores once delayed every wake-up
+/// by 2.4 s), the control is late too. Only the pool's lateness beyond the control's is a stall.
 final class PoolWatcher: Sendable {
     static let shared = PoolWatcher(limit: .milliseconds(limitMilliseconds()))
 
@@ -22,10 +27,12 @@ final class PoolWatcher: Sendable {
         var stalls: [Stall] = []
         /// When the sleep now in progress should end.
         var dueAt: ContinuousClock.Instant?
+        /// The control thread's late wake-ups (over a tick late), from due to woke.
+        var controlLate: [ClosedRange<ContinuousClock.Instant>] = []
     }
     private let state = Mutex(State())
 
-    init(limit: Duration) {
+    init(limit: Duration, control: Bool = true) {
         self.limit = limit
         Task.detached { [self] in
             while true {
@@ -35,14 +42,36 @@ final class PoolWatcher: Sendable {
                 record(due: due, woke: .now)
             }
         }
+        guard control else { return }
+        let thread = Thread { [self] in
+            while true {
+                let due = ContinuousClock.now + Self.tick
+                usleep(UInt32(Self.tick.components.attoseconds / 1_000_000_000_000))
+                recordControl(due: due, woke: .now)
+            }
+        }
+        thread.start()
     }
 
-    /// Records the sleep that was due at `due` and woke at `woke`: a stall when that is over the limit.
+    /// Records the sleep that was due at `due` and woke at `woke`: a stall when it woke over the
+    /// limit later than the control did meanwhile.
     func record(due: ContinuousClock.Instant, woke: ContinuousClock.Instant) {
         state.withLock { state in
             state.dueAt = nil
-            if woke - due > limit { state.stalls.append(Stall(interval: due...woke)) }
+            let controlLate = state.controlLate.map { Self.overlap($0, due...woke) }.max() ?? .zero
+            if woke - due - controlLate > limit { state.stalls.append(Stall(interval: due...woke)) }
         }
+    }
+
+    /// Records a wake-up of the control thread.
+    func recordControl(due: ContinuousClock.Instant, woke: ContinuousClock.Instant) {
+        guard woke - due > Self.tick else { return }
+        state.withLock { $0.controlLate.append(due...woke) }
+    }
+
+    static func overlap(_ a: ClosedRange<ContinuousClock.Instant>, _ b: ClosedRange<ContinuousClock.Instant>) -> Duration {
+        let start = max(a.lowerBound, b.lowerBound), end = min(a.upperBound, b.upperBound)
+        return end > start ? end - start : .zero
     }
 
     /// The stalls that overlap `interval`. A stall still in progress (the watcher's sleep is over

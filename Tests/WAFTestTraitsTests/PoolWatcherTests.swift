@@ -11,12 +11,27 @@ import Glibc
 struct PoolWatcherTests {
     @Test("a sleep that woke later than the limit is a stall; one within it is not")
     func stallsOverTheLimit() {
-        let watcher = PoolWatcher(limit: .seconds(2))
+        let watcher = PoolWatcher(limit: .seconds(2), control: false)
         let start = ContinuousClock.now
         watcher.record(due: start, woke: start + .milliseconds(1900))
         watcher.record(due: start + .seconds(10), woke: start + .milliseconds(12_100))
         let stalls = watcher.stalls(during: start...(start + .seconds(60)))
         #expect(stalls.map(\.length) == [.milliseconds(2100)])
+    }
+
+    @Test("a late wake-up is a stall only by as much as it was later than a plain thread's meanwhile")
+    func stallsBeyondTheControl() {
+        let watcher = PoolWatcher(limit: .seconds(2), control: false)
+        let start = ContinuousClock.now
+        // The whole process ran late (the plain thread too): the machine, not the pool.
+        watcher.recordControl(due: start + .milliseconds(100), woke: start + .milliseconds(2300))
+        watcher.record(due: start, woke: start + .milliseconds(2400))
+        // The pool alone ran late: the plain thread woke on time.
+        watcher.recordControl(due: start + .seconds(11), woke: start + .milliseconds(11_050))
+        watcher.record(due: start + .seconds(10), woke: start + .milliseconds(12_400))
+        let stalls = watcher.stalls(during: start...(start + .seconds(60)))
+        #expect(stalls.map(\.length) == [.milliseconds(2400)])
+        #expect(stalls.first?.interval.lowerBound == start + .seconds(10))
     }
 
     @Test("a stall concerns the tests that ran during it, and only those")

@@ -7,7 +7,8 @@ import Foundation
 #endif
 
 /// The production scheduler: a serial queue owns the provider's state, timers fire on it,
-/// each callback runs on a serial queue of its own, fetches run as detached tasks.
+/// callbacks run in line on lanes that a slow one cannot hold up for long (`CallbackRunner`),
+/// fetches run as detached tasks.
 ///
 /// Time is `CLOCK_BOOTTIME`, and so are the timers (`BoottimeTimers`): both count the time the
 /// machine spends suspended, so a token's age is its age and a refresh due during a sleep runs as
@@ -15,7 +16,7 @@ import Foundation
 public final class DispatchScheduler: WAFScheduler {
     /// The serial queue that owns the provider's state.
     public let stateQueue: DispatchQueue
-    private let callbackLabel: String
+    private let callbacks: CallbackRunner
     private let stateQueueKey = DispatchSpecificKey<Void>()
     #if os(Linux)
     private let timers: BoottimeTimers
@@ -26,7 +27,7 @@ public final class DispatchScheduler: WAFScheduler {
 
     public init(label: String = "waf-token-provider") {
         stateQueue = DispatchQueue(label: "\(label).state")
-        callbackLabel = "\(label).callback"
+        callbacks = CallbackRunner(label: "\(label).callback")
         #if os(Linux)
         timers = BoottimeTimers(queue: stateQueue)
         #endif
@@ -73,11 +74,9 @@ public final class DispatchScheduler: WAFScheduler {
     }
 
     public func deliver(_ work: @escaping @Sendable () -> Void) {
-        // A queue per callback, so that a slow one holds up no other (TOK-6). Serial queues
-        // overcommit (a blocked one gets another thread); a concurrent queue would do the same on
-        // libdispatch's shared pool, whose monitor then wakes the process every second for ever
-        // (README, "At rest").
-        DispatchQueue(label: callbackLabel).async(execute: work)
+        // Serial queues, not a concurrent one: a concurrent queue runs on libdispatch's shared
+        // pool, whose monitor then wakes the process every second for ever (README, "At rest").
+        callbacks.run(work)
     }
 
     public func spawn(_ work: @escaping @Sendable () async -> Void) -> WAFCancellable {

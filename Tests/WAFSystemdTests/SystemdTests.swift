@@ -41,7 +41,8 @@ struct SystemdTests {
 
             daemon.signal(SIGUSR2)
             #expect(await notify.wait { $0.fields["STATUS"]?.contains("background") == true } != nil, "STATUS after every state change")
-            #expect(await daemon.stop() == 0)
+            let exit = await daemon.stop()
+            #expect(exit == 0, "exit \(exit.map(String.init) ?? "none within 20 s"); the daemon's log ends: \(daemon.stderr.suffix(3000))")
             let stopping = try #require(notify.messages.firstIndex { $0.fields["STOPPING"] == "1" })
             #expect(notify.messages[stopping...].allSatisfy { $0.fields["READY"] == nil }, "nothing claims readiness after STOPPING")
         }

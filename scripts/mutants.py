@@ -133,7 +133,7 @@ def test(limit, log=None):
     try:
         result = subprocess.run(
             ["swift", "test", "--skip-build", "--package-path", str(PACKAGE)],
-            capture_output=True, text=True, timeout=limit, env={**os.environ, "SWIFT_BACKTRACE": "enable=no"})
+            capture_output=True, text=True, timeout=limit, env={"SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH": "16", **os.environ, "SWIFT_BACKTRACE": "enable=no"})
     except subprocess.TimeoutExpired as timeout:
         output = (timeout.stdout or b"") + (timeout.stderr or b"")
         if log: log.write_bytes(output if isinstance(output, bytes) else output.encode())

@@ -6,6 +6,10 @@
 #
 #   scripts/swift-test.sh [swift test arguments...]
 set -uo pipefail
+# At most this many tests at once (Swift Testing's own limit, applied before a test's time limit
+# starts). Unbounded, 300 tests on threads of their own, many polling, starved on two cores the
+# daemons and token services they started: one took over 20 s to stop, fetches did not start.
+export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH:-16}
 setsid "${SWIFT:-swift}" test "$@" &
 session=$!
 # An interrupt reaches only this script's process group, not the session: pass it on.

@@ -6,9 +6,9 @@ import Foundation
 /// side by side as they would on the pool.
 ///
 /// Not dispatch queues: libdispatch on Linux gives its overcommitting queues at most 255 threads
-/// per priority, and a full run has over 300 tests and callback queues in flight at once. Past the
-/// cap, a provider's state queue or callback waited for some test to end: under load, longer than
-/// the 10 s a real-thread test allows (four core tests failed that way in a clean-clone run).
+/// per priority, which test jobs and the providers' own queues then share. A full run once had
+/// 334 such threads: past the cap, a provider's state queue or callback waited for some test to
+/// end, under load longer than the 10 s a real-thread test allows (four core tests failed so).
 final class TestExecutor: TaskExecutor {
     init() {}
 

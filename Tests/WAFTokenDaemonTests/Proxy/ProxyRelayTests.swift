@@ -25,8 +25,9 @@ struct ProxyRelayTests {
         let socket = try scratchDirectory("waf-relay").appendingPathComponent("proxy.sock").path
         do {
             try await withDaemon(daemon: ["--proxy-listen", socket, "--proxy-upstream", upstream.origin]) { _, _ in
-                // The proxy binds its socket once the API's is up.
-                #expect(await eventually { FileManager.default.fileExists(atPath: socket) }, "the proxy's socket appears")
+                // The proxy binds its socket once the API's is up. Its file appears at bind, before
+                // listen: a connection in between is refused, so wait for one that is taken.
+                #expect(await eventually { (try? RawSocket(path: socket)) != nil }, "the proxy's socket takes connections")
                 try await body(upstream, socket)
             }
         } catch {

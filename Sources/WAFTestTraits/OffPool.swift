@@ -9,7 +9,8 @@ import Testing
 /// other tests waits meanwhile (a 200 ms sleep once returned after 8.2 s). Under this trait:
 ///
 /// - each test, and every task it starts, runs on threads of its own (`TestExecutor`), so what
-///   it blocks or computes holds only those;
+///   it blocks or computes holds only those (how many tests run at once is Swift Testing's to
+///   bound: `scripts/swift-test.sh` sets 16);
 /// - `PoolWatcher` measures how late a 100 ms pool sleep wakes, and a test that ran while the pool
 ///   was blocked longer than 2 s fails, naming every test that was running then;
 /// - a test that has not ended within its bound (its `.timeLimit`, else 5 minutes) stops the run

@@ -24,6 +24,13 @@ let package = Package(
         .library(name: "WAFChallenge", targets: ["WAFChallenge"]),
         .library(name: "WAFTokenServiceHTTP", targets: ["WAFTokenServiceHTTP"]),
         .library(name: "WAFLocalTokenService", targets: ["WAFLocalTokenService"]),
+        .library(name: "WAFHTTPWire", targets: ["WAFHTTPWire"]),
+        .library(name: "WAFDaemonTransport", targets: ["WAFDaemonTransport"]),
+        .library(name: "WAFDaemonConfiguration", targets: ["WAFDaemonConfiguration"]),
+        .library(name: "WAFProviderRegistry", targets: ["WAFProviderRegistry"]),
+        .library(name: "WAFTokenStorage", targets: ["WAFTokenStorage"]),
+        .library(name: "WAFSocketAPI", targets: ["WAFSocketAPI"]),
+        .library(name: "WAFTokenProxy", targets: ["WAFTokenProxy"]),
         .library(name: "WAFTokenDaemon", targets: ["WAFTokenDaemon"]),
         .library(name: "WAFDaemonClient", targets: ["WAFDaemonClient"]),
         .executable(name: "waf-tokend", targets: ["waf-tokend"]),
@@ -40,8 +47,6 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.34.0"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.5.0"),
-        // No traits: its YAML trait brings Yams, and with it Foundation and ICU (about 45 MB of a
-        // static binary); the file is read through libyaml instead (WAFTokenDaemon/Configuration/YAML).
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.7.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
@@ -102,18 +107,66 @@ let package = Package(
             dependencies: ["WAFChallenge", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOSSL", package: "swift-nio-ssl")] + nio,
             swiftSettings: strict),
 
-        // The sidecar: configuration, the socket API, services, reload, storage.
+        // The daemon's modules, lowest first; each imports only the ones above it that it names, and
+        // scripts/check-imports.py holds every source file to this list (docs/architecture.md).
+        //
+        // HTTP/1.x heads, framing and chunks read strictly from raw bytes: what the proxy relays and
+        // the fuzzer drives. Nothing of ours.
+        .target(name: "WAFHTTPWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: strict),
+        // Listening and guarding connections: listeners (Unix, loopback, passed by systemd), accept
+        // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and
+        // logging only.
+        .target(name: "WAFDaemonTransport", dependencies: nio + [logging], swiftSettings: strict),
+        // The configuration: the key table, the YAML file, loading by precedence, validation.
+        .target(
+            name: "WAFDaemonConfiguration",
+            dependencies: [
+                "WAFTokenCore", "CYAML", logging,
+                // No traits: its YAML trait brings Yams, and with it Foundation and ICU (about 45 MB of
+                // a static binary); the file is read through libyaml instead (YAML/).
+                .product(name: "Configuration", package: "swift-configuration"),
+            ],
+            swiftSettings: strict),
+        // The running providers as the listeners see them: by name or domain, who may use each, the
+        // forced-refresh limit, the proxy's status board.
+        .target(
+            name: "WAFProviderRegistry",
+            dependencies: ["WAFTokenCore", "WAFDaemonTransport", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: strict),
+        // The token files, the cookie jars and the state files (atomic writes, retries).
+        .target(
+            name: "WAFTokenStorage",
+            dependencies: [
+                "WAFTokenCore", "WAFChallenge", "WAFDaemonConfiguration", logging,
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            swiftSettings: strict),
+        // The socket API: routes, the fast path, events, status, forward auth, metrics and probes.
+        .target(
+            name: "WAFSocketAPI",
+            dependencies: ["WAFTokenCore", "WAFJSON", "WAFDaemonTransport", "WAFProviderRegistry", logging] + nio,
+            swiftSettings: strict),
+        // The token-injecting proxy: one upstream per provider, challenges, replays, pools, TLS.
+        .target(
+            name: "WAFTokenProxy",
+            dependencies: [
+                "WAFTokenCore", "WAFHTTPWire", "WAFDaemonTransport", "WAFDaemonConfiguration", "WAFProviderRegistry",
+                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Metrics", package: "swift-metrics"),
+            ] + nio + [logging],
+            swiftSettings: strict),
+        // The daemon: the command, the providers' lives, reload, metrics, the services; the one
+        // module that wires the others.
         .target(
             name: "WAFTokenDaemon",
             dependencies: [
-                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "WAFJSON", "WAFVersion", "CYAML", logging,
+                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFVersion", "WAFDaemonTransport", "WAFDaemonConfiguration",
+                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-                .product(name: "Configuration", package: "swift-configuration"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-                .product(name: "SystemPackage", package: "swift-system"),
             ] + nio,
             swiftSettings: strict),
         // waf-tokend as a systemd service: sd_notify, the watchdog, socket activation, journald.
@@ -136,7 +189,7 @@ let package = Package(
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
         .executableTarget(
             name: "waf-token-service",
-            dependencies: ["WAFLocalTokenService", "WAFVersion", .product(name: "ArgumentParser", package: "swift-argument-parser")],
+            dependencies: ["WAFLocalTokenService", "WAFChallenge", "WAFVersion", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
 
         // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time.
@@ -168,7 +221,11 @@ let package = Package(
             dependencies: ["WAFTestTraits", "WAFTokenCore", "WAFTokenCoreTestKit", logging, .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: strict),
         .testTarget(
-            name: "WAFChallengeTests", dependencies: ["WAFTestTraits", "WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            name: "WAFChallengeTests",
+            dependencies: [
+                "WAFTestTraits", "WAFChallenge", "WAFJSON", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenServiceHTTPTests",
@@ -179,20 +236,44 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFLocalTokenServiceTests",
-            dependencies: ["WAFTestTraits", "WAFLocalTokenService", "WAFChallenge", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")] + nio,
+            dependencies: ["WAFTestTraits", "WAFLocalTokenService", "WAFChallenge", "WAFJSON", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")] + nio,
             swiftSettings: strict),
         .testTarget(
+            name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
+        .testTarget(
+            name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport"] + nio, swiftSettings: strict),
+        .testTarget(
+            name: "WAFDaemonConfigurationTests",
+            dependencies: [
+                "WAFTestTraits", "WAFDaemonConfiguration", "WAFTokenCore", "WAFTestSupport",
+                // The command line's options come from the key table: parsed as the daemon parses them.
+                "WAFTokenDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                // A provider's proxy keys read as the proxy takes them.
+                "WAFTokenProxy",
+            ],
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFSocketAPITests",
+            dependencies: [
+                "WAFTestTraits", "WAFSocketAPI", "WAFDaemonTransport", "WAFProviderRegistry", "WAFTokenCore", "WAFTokenCoreTestKit", logging,
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ] + nio,
+            swiftSettings: strict),
+        .testTarget(
+            name: "WAFTokenProxyTests",
+            dependencies: ["WAFTestTraits", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFTokenCore"] + nio, swiftSettings: strict),
+        // The daemon end to end: the real waf-tokend and local token services as child processes.
+        .testTarget(
             name: "WAFTokenDaemonTests",
-            dependencies: ["WAFTestTraits", 
-                "WAFTokenDaemon", "WAFTokenCore", "WAFTokenCoreTestKit", "WAFChallenge", "WAFDaemonClient", "WAFTestSupport",
+            dependencies: ["WAFTestTraits",
+                "WAFTokenDaemon", "WAFTokenCore", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "WAFDaemonClient", "WAFTestSupport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
-                .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
             ] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFSystemdTests",
-            dependencies: ["WAFTestTraits", "WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge", "waf-tokenctl", "waf-token-service"],
+            dependencies: ["WAFTestTraits", "WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFJSON", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonClientTests",
@@ -201,12 +282,12 @@ let package = Package(
         // Faults, kills, signal storms, floods and a soak against the real daemon; bounded here,
         // full with WAF_RELIABILITY=full (make test-reliability).
         .testTarget(
-            name: "WAFReliabilityTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFChallenge", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
+            name: "WAFReliabilityTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
             swiftSettings: strict),
         // The Debian package in a booted systemd, the container image, the Kubernetes manifests: after
         // make deb and make image (make test-packages).
         .testTarget(
-            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFTokenDaemon", "waf-token-service"], swiftSettings: strict),
+            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFDaemonConfiguration", "waf-token-service"], swiftSettings: strict),
         .testTarget(
             name: "WAFTokenCtlTests", dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import WAFTestSupport
-@testable import WAFTokenDaemon
+@testable import WAFDaemonConfiguration
 import WAFTestTraits
 
 /// deploy/kubernetes/: the manifests parse, and every command and path they give waf-tokend's

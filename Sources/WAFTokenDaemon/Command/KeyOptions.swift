@@ -1,4 +1,5 @@
 import ArgumentParser
+import WAFDaemonConfiguration
 
 /// One command-line option per configuration key (`--socket-path`, `--domain-name`, …), made from
 /// the key table. ArgumentParser finds a command's options by reflection; the mirror below shows

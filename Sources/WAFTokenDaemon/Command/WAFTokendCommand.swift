@@ -1,5 +1,6 @@
 import ArgumentParser
 import NIOConcurrencyHelpers
+import WAFDaemonConfiguration
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

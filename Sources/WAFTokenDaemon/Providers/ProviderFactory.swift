@@ -1,37 +1,42 @@
 import Logging
+import WAFDaemonConfiguration
+import WAFDaemonTransport
+import WAFProviderRegistry
 import WAFTokenCore
+import WAFTokenProxy
+import WAFTokenStorage
 
 /// Makes the daemon's providers and takes them apart: each restored from its own state file,
 /// started with the shared token-service client, watched (its events go to `/v1/events`, the
 /// metrics and the status line, named), with its own proxy; at removal stopped and its files
 /// cleared. The start and every reload make providers the same way.
 struct ProviderFactory: Sendable {
-    let fetcher: ReloadableTokenFetcher
-    let persistence: TokenPersistence
-    let broadcaster: EventBroadcaster
-    let metrics: DaemonMetrics
-    let generation: SnapshotGeneration
-    let status: StatusReporter
-    let logger: Logger
+    let parts: DaemonParts
 
+    /// A provider of `configuration`, not yet in the registry, and its proxy (not yet started).
     /// `socket` is the socket's access policy, which a provider without lists of its own shares;
     /// `lifecycle` the app's state, which a provider added by a reload starts in.
     func make(
         _ configuration: ProviderConfiguration, daemon: DaemonConfiguration, socket: AccessPolicy, lifecycle: WAFLifecycleState = .foreground
-    ) throws(DaemonFailure) -> ProviderEntry {
+    ) throws(DaemonFailure) -> (entry: ProviderEntry, proxy: ProxyController) {
         let name = configuration.name
-        var logger = logger
+        var logger = parts.logger
         logger[metadataKey: "provider"] = "\(name)"
-        let restored = try daemon[Keys.stateDirectory].map { StateStore(directory: $0, provider: name) }?.load(for: configuration.identity, logger: logger)
+        let restored: WAFTokenProviderOptions.RestoredToken?
+        do {
+            restored = try daemon[Keys.stateDirectory].map { StateStore(directory: $0, provider: name) }?.load(for: configuration.identity, logger: logger)
+        } catch {
+            throw DaemonFailure(.osError, error.message)
+        }
         if let restored { logger.info("restored the saved token", metadata: ["token.fingerprint": "\(WAFToken.fingerprint(of: restored.value))"]) }
-        let persistence = persistence
+        let (persistence, generation) = (parts.persistence, parts.generation)
         let provider = WAFTokenProvider(
-            configuration: configuration.configuration, fetcher: fetcher, scheduler: DispatchScheduler(label: "waf-tokend.provider.\(name)"),
+            configuration: configuration.configuration, fetcher: parts.fetcher, scheduler: DispatchScheduler(label: "waf-tokend.provider.\(name)"),
             options: WAFTokenProviderOptions(
                 lifecycleProfile: daemon[Keys.lifecyclePlatform], lifecycle: lifecycle, jitter: daemon[Keys.refreshJitter],
                 cookieSecure: daemon[Keys.cookieSecure],
                 restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
-        let (broadcaster, metrics, status) = (broadcaster, metrics, status)
+        let (broadcaster, metrics, status) = (parts.broadcaster, parts.metrics, parts.status)
         provider.observe { event in
             broadcaster.publish(event, provider: name)
             switch event {
@@ -41,17 +46,15 @@ struct ProviderFactory: Sendable {
             }
             status.report()
         }
-        let board = ProxyBoard()
-        return ProviderEntry(
-            configuration: configuration, provider: provider, access: Self.access(configuration, socket: socket, logger: logger),
-            proxy: ProxyController(provider: provider, name: name, metrics: metrics, board: board, logger: logger), board: board)
+        let entry = ProviderEntry(name: name, provider: provider, access: Self.access(configuration, socket: socket, logger: logger))
+        return (entry, ProxyController(provider: provider, name: name, metrics: metrics, board: entry.board, logger: logger))
     }
 
     /// Stops a provider that is gone from the configuration: no more fetches, its proxy closed.
     /// (Its files go when storage is told the new layout.)
-    func retire(_ entry: ProviderEntry) async {
+    func retire(_ entry: ProviderEntry, proxy: ProxyController?) async {
         entry.provider.shutdown()
-        await entry.proxy.stop()
+        await proxy?.stop()
     }
 
     /// The provider's `allowedUsers` and `allowedGroups` (a list it leaves out: none), else the
@@ -64,16 +67,17 @@ struct ProviderFactory: Sendable {
     }
 }
 
-extension TokenPersistence.Layout {
+extension StorageLayout {
     /// Where every provider of `configuration` keeps its files.
     init(_ configuration: DaemonConfiguration) {
         let state = configuration[Keys.stateDirectory]
+        let jar = configuration[Keys.sinksCookieJar]
         self.init(
             providers: Dictionary(uniqueKeysWithValues: configuration.providers.map { provider in
                 (provider.name, Target(
                     identity: provider.identity, tokenFile: provider[Keys.sinksTokenFile],
                     stateFile: state.map { StateStore(directory: $0, provider: provider.name) }))
             }),
-            cookieJar: configuration[Keys.sinksCookieJar])
+            cookieJars: jar.map { [$0: Jar(providers: Set(configuration.providers.map(\.name)))] } ?? [:])
     }
 }

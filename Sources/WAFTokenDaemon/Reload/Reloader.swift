@@ -1,6 +1,12 @@
 import Logging
 import NIOConcurrencyHelpers
+import WAFDaemonConfiguration
+import WAFDaemonTransport
+import WAFProviderRegistry
 import WAFTokenCore
+import WAFTokenProxy
+import WAFTokenServiceHTTP
+import WAFTokenStorage
 
 /// SIGHUP: reads the configuration again and applies it by the Reload rules (docs/rules.md,
 /// RELOAD-1…5, MULTI-6), provider by provider: a provider added starts fetching; one removed stops
@@ -8,6 +14,10 @@ import WAFTokenCore
 /// changed follows the Reload rules on its own. An invalid file, or a set that cannot be applied,
 /// is refused whole, logged, and the old configuration kept. Overlapping reloads run one after
 /// the other; signals that arrive meanwhile make one more.
+///
+/// A reload runs in two steps: `prepare` does everything that can fail (a new token-service
+/// client, the providers added, the proxies' listeners) and undoes it when one part fails; then
+/// `commit`, which cannot fail, makes the new configuration the one in force.
 final class Reloader: Sendable {
     private struct State {
         var configuration: DaemonConfiguration
@@ -15,35 +25,25 @@ final class Reloader: Sendable {
         var again = false
     }
 
+    /// What `prepare` made, for `commit` to put in place (or to undo).
+    private struct Prepared {
+        let plan: ReloadPlan
+        let fetcher: HTTPTokenFetcher?
+        let added: [(entry: ProviderEntry, proxy: ProxyController)]
+        let socket: ConnectionSettings
+    }
+
     private let sources: ConfigurationSources
-    private let providers: ProviderSet
-    private let factory: ProviderFactory
-    private let fetcher: ReloadableTokenFetcher
-    private let persistence: TokenPersistence
-    private let api: APIContext
-    private let metrics: DaemonMetrics
-    private let notifier: any ServiceNotifier
-    private let status: StatusReporter
-    private let logger: Logger
+    private let parts: DaemonParts
     private let state: NIOLockedValueBox<State>
 
-    init(
-        configuration: DaemonConfiguration, sources: ConfigurationSources, providers: ProviderSet, factory: ProviderFactory,
-        fetcher: ReloadableTokenFetcher, persistence: TokenPersistence, api: APIContext, metrics: DaemonMetrics, notifier: any ServiceNotifier,
-        status: StatusReporter, logger: Logger
-    ) {
+    init(configuration: DaemonConfiguration, sources: ConfigurationSources, parts: DaemonParts) {
         state = NIOLockedValueBox(State(configuration: configuration))
         self.sources = sources
-        self.providers = providers
-        self.factory = factory
-        self.fetcher = fetcher
-        self.persistence = persistence
-        self.api = api
-        self.metrics = metrics
-        self.notifier = notifier
-        self.status = status
-        self.logger = logger
+        self.parts = parts
     }
+
+    private var logger: Logger { parts.logger }
 
     func reload() async {
         let start = state.withLockedValue { state -> Bool in
@@ -56,10 +56,10 @@ final class Reloader: Sendable {
         }
         guard start else { return }
         repeat {
-            notifier.reloading()
+            parts.notifier.reloading()
             await reloadOnce()
-            notifier.ready()
-            status.report()
+            parts.notifier.ready()
+            parts.status.report()
         } while state.withLockedValue { state in
             defer { state.again = false }
             state.running = state.again
@@ -73,9 +73,11 @@ final class Reloader: Sendable {
             refused(error.issues.map(\.description).joined(separator: "; "))
         case .success(let new):
             do throws(DaemonFailure) {
-                try await apply(new)
-                metrics.countReload(success: true)
-                logger.notice("configuration reloaded", metadata: ["providers": "\(providers.names.joined(separator: ","))"])
+                let plan = ReloadPlan(old: state.withLockedValue { $0.configuration }, new: new)
+                await commit(try await prepare(plan))
+                state.withLockedValue { $0.configuration = new }
+                parts.metrics.countReload(success: true)
+                logger.notice("configuration reloaded", metadata: ["providers": "\(parts.providers.names.joined(separator: ","))"])
             } catch {
                 refused(error.message)
             }
@@ -83,66 +85,83 @@ final class Reloader: Sendable {
     }
 
     private func refused(_ reason: String) {
-        metrics.countReload(success: false)
+        parts.metrics.countReload(success: false)
         logger.error("reload refused; the old configuration stays: \(reason)")
     }
 
-    private func apply(_ new: DaemonConfiguration) async throws(DaemonFailure) {
-        let old = state.withLockedValue { $0.configuration }
+    // MARK: Step 1: what can fail
+
+    private func prepare(_ plan: ReloadPlan) async throws(DaemonFailure) -> Prepared {
+        let new = plan.new
         let socket = ConnectionSettings(new, logger: logger)
-        // What can fail first, so that a refused reload changes nothing: the client, the providers
-        // added (their state files), their proxies and the changed proxies.
-        let replacement = TokenFetcherSettings(old) != TokenFetcherSettings(new) ? try TokenFetcherSettings(new).makeFetcher(logger: logger) : nil
-        let running = Dictionary(uniqueKeysWithValues: providers.all.map { ($0.name, $0) })
+        let fetcher = plan.rebuildsFetcher ? try TokenFetcherSettings(new).makeFetcher(logger: logger) : nil
         // One app, one lifecycle: a provider added starts in the state the others are in.
-        let lifecycle = providers.all.first?.provider.status().lifecycle.state ?? .foreground
-        var added: [ProviderEntry] = []
-        var changed: [(entry: ProviderEntry, old: ProviderConfiguration)] = []
+        let lifecycle = parts.providers.all.first?.provider.status().lifecycle.state ?? .foreground
+        let factory = ProviderFactory(parts: parts)
+        var added: [(entry: ProviderEntry, proxy: ProxyController)] = []
+        var started: [ProviderConfiguration] = []
         do throws(DaemonFailure) {
-            for provider in new.providers {
-                if let entry = running[provider.name] {
-                    changed.append((entry, entry.configuration))
-                    entry.update(provider, access: ProviderFactory.access(provider, socket: socket.policy, logger: logger))
-                } else {
-                    let entry = try factory.make(provider, daemon: new, socket: socket.policy, lifecycle: lifecycle)
-                    added.append(entry)
-                    try await DaemonRuntime.startProxy(entry, new, socket: socket, logger: logger)
-                }
+            for provider in plan.added {
+                let made = try factory.make(provider, daemon: new, socket: socket.policy, lifecycle: lifecycle)
+                added.append(made)
+                parts.proxies.insert(made.proxy, for: provider.name)
+                try await DaemonRuntime.startProxy(of: provider, new, socket: socket, parts: parts)
             }
-            for (entry, _) in changed { try await DaemonRuntime.startProxy(entry, new, socket: socket, logger: logger) }
+            for (_, provider) in plan.kept {
+                try await DaemonRuntime.startProxy(of: provider, new, socket: socket, parts: parts)
+                started.append(provider)
+            }
         } catch {
-            for entry in added { await factory.retire(entry) }
-            for (entry, previous) in changed {
-                entry.update(previous, access: ProviderFactory.access(previous, socket: api.settings.policy, logger: logger))
-                try? await DaemonRuntime.startProxy(entry, old, socket: api.settings, logger: logger)
-            }
-            try? await replacement?.shutdown()
+            await undo(added: added, restarted: started, plan, fetcher: fetcher)
             throw error
         }
-        if let replacement { fetcher.replace(with: replacement) }
-        let later = Keys.all.filter { !$0.appliesOnReload && old.values[$0.name] != new.values[$0.name] }.map(\.name)
-        if !later.isEmpty { logger.warning("\(later.joined(separator: ", ")) take effect at the next start") }
+        return Prepared(plan: plan, fetcher: fetcher, added: added, socket: socket)
+    }
+
+    /// Takes back what `prepare` did before it failed: the providers it made, the proxies it
+    /// changed, the client it built.
+    private func undo(added: [(entry: ProviderEntry, proxy: ProxyController)], restarted: [ProviderConfiguration], _ plan: ReloadPlan, fetcher: HTTPTokenFetcher?) async {
+        let factory = ProviderFactory(parts: parts)
+        for (entry, proxy) in added {
+            parts.proxies.remove(entry.name)
+            await factory.retire(entry, proxy: proxy)
+        }
+        let before = Dictionary(uniqueKeysWithValues: plan.old.providers.map { ($0.name, $0) })
+        for provider in restarted {
+            guard let old = before[provider.name] else { continue }
+            try? await DaemonRuntime.startProxy(of: old, plan.old, socket: parts.api.settings, parts: parts)
+        }
+        try? await fetcher?.shutdown()
+    }
+
+    // MARK: Step 2: what cannot fail
+
+    private func commit(_ prepared: Prepared) async {
+        let plan = prepared.plan, new = plan.new
+        if let fetcher = prepared.fetcher { parts.fetcher.replace(with: fetcher) }
+        if !plan.deferredKeys.isEmpty { logger.warning("\(plan.deferredKeys.joined(separator: ", ")) take effect at the next start") }
         LogLevelControl.process.level = new[Keys.logLevel]
-        api.settings = socket
+        parts.api.settings = prepared.socket
         // Storage learns the new identities and paths before a provider can hand it a record for
         // them; a removed provider's files go with it.
-        persistence.configure(TokenPersistence.Layout(new))
-        for (entry, _) in changed {
+        parts.persistence.configure(StorageLayout(new))
+        for (_, provider) in plan.kept {
+            guard let entry = parts.providers.named(provider.name) else { continue }
+            entry.update(domainName: provider.domainName, access: ProviderFactory.access(provider, socket: prepared.socket.policy, logger: logger))
             entry.provider.reconfigure(
-                entry.configuration.configuration, lifecycleProfile: new[Keys.lifecyclePlatform], jitter: new[Keys.refreshJitter],
+                provider.configuration, lifecycleProfile: new[Keys.lifecyclePlatform], jitter: new[Keys.refreshJitter],
                 cookieSecure: new[Keys.cookieSecure])
         }
-        for entry in added { providers.insert(entry) }
-        let kept = Set(new.providers.map(\.name))
-        for name in running.keys where !kept.contains(name) {
-            guard let entry = providers.remove(name) else { continue }
-            await factory.retire(entry)
-            metrics.forget(provider: name)
+        for (entry, _) in prepared.added { parts.providers.insert(entry) }
+        let factory = ProviderFactory(parts: parts)
+        for name in plan.removed {
+            guard let entry = parts.providers.remove(name) else { continue }
+            await factory.retire(entry, proxy: parts.proxies.remove(name))
+            parts.metrics.forget(provider: name)
             logger.notice("provider removed", metadata: ["provider": "\(name)"])
         }
-        for entry in added { logger.notice("provider added", metadata: ["provider": "\(entry.name)", "domain": "\(entry.configuration.domainName)"]) }
+        for provider in plan.added { logger.notice("provider added", metadata: ["provider": "\(provider.name)", "domain": "\(provider.domainName)"]) }
         // Cached answers and their access decisions are rebuilt.
-        api.generation.advance()
-        state.withLockedValue { $0.configuration = new }
+        parts.generation.advance()
     }
 }

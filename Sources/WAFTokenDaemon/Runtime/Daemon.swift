@@ -1,4 +1,5 @@
 import Logging
+import WAFDaemonConfiguration
 import WAFVersion
 
 #if canImport(Glibc)

@@ -1,7 +1,9 @@
 import CoreMetrics
 import NIOConcurrencyHelpers
 import Prometheus
+import WAFSocketAPI
 import WAFTokenCore
+import WAFTokenProxy
 
 /// The daemon's metrics, through swift-metrics on a Prometheus registry of its own (no global
 /// bootstrap, so that several daemons can live in one test process). No metric carries a token;
@@ -151,5 +153,15 @@ final class DaemonMetrics: Sendable {
             counters[key] = counter
             return counter
         }
+    }
+}
+
+extension DaemonMetrics: APIMetrics, ProxyMetrics {
+    func connectionsChanged(_ count: Int) {
+        connections.record(count)
+    }
+
+    func eventSubscribersChanged(_ count: Int) {
+        eventSubscribers.record(count)
     }
 }

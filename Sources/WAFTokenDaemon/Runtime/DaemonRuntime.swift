@@ -2,7 +2,13 @@ import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
+import WAFDaemonConfiguration
+import WAFDaemonTransport
+import WAFProviderRegistry
+import WAFSocketAPI
 import WAFTokenCore
+import WAFTokenProxy
+import WAFTokenStorage
 
 #if canImport(Glibc)
 import Glibc
@@ -11,11 +17,11 @@ import Glibc
 /// The running daemon, wired: it builds the providers, storage, the socket server and the
 /// services, hands each its dependencies, and runs them under one `ServiceGroup`.
 struct DaemonRuntime {
+    /// How long a wedged provider may hold the stop up.
+    static let providerStopLimit = Duration.seconds(5)
+
     private let services: [any Service]
-    private let providers: ProviderSet
-    private let persistence: TokenPersistence
-    private let fetcher: ReloadableTokenFetcher
-    private let logger: Logger
+    private let parts: DaemonParts
 
     /// Builds everything and binds the socket; nothing is served before `run()`.
     static func start(
@@ -25,33 +31,39 @@ struct DaemonRuntime {
         // The client first (a CA file that cannot be read is a configuration error), then the
         // providers, each restoring its saved token; one that fails stops those made before it.
         let fetcher = ReloadableTokenFetcher(try TokenFetcherSettings(configuration).makeFetcher(logger: logger))
-        let persistence = TokenPersistence(layout: .init(configuration), logger: logger)
         let metrics = DaemonMetrics()
         let generation = SnapshotGeneration()
         let broadcaster = EventBroadcaster(metrics: metrics)
         let providers = ProviderSet()
-        let status = StatusReporter(providers: providers, notifier: notifier)
-        let factory = ProviderFactory(
-            fetcher: fetcher, persistence: persistence, broadcaster: broadcaster, metrics: metrics, generation: generation, status: status,
-            logger: logger)
         let socket = ConnectionSettings(configuration, logger: logger)
         let api = APIContext(
             providers: providers, settings: socket, metrics: metrics, events: broadcaster, generation: generation,
             info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
+        let parts = DaemonParts(
+            fetcher: fetcher, persistence: TokenPersistence(layout: .init(configuration), logger: logger), metrics: metrics,
+            broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),
+            status: StatusReporter(providers: providers, notifier: notifier), api: api, notifier: notifier, logger: logger)
         let server = SocketServer(
             api: api, path: configuration[Keys.socketPath], mode: configuration[Keys.socketMode], threads: configuration[Keys.socketThreads])
         do throws(DaemonFailure) {
-            for provider in configuration.providers { providers.insert(try factory.make(provider, daemon: configuration, socket: socket.policy)) }
-            let reloader = Reloader(
-                configuration: configuration, sources: sources, providers: providers, factory: factory, fetcher: fetcher, persistence: persistence,
-                api: api, metrics: metrics, notifier: notifier, status: status, logger: logger)
+            let factory = ProviderFactory(parts: parts)
+            for provider in configuration.providers {
+                let (entry, proxy) = try factory.make(provider, daemon: configuration, socket: socket.policy)
+                providers.insert(entry)
+                parts.proxies.insert(proxy, for: entry.name)
+            }
+            let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
             let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, logger: logger)
-            try await server.start(inheritedDescriptor: inheritedSocket)
-            do throws(DaemonFailure) {
-                for entry in providers.all { try await Self.startProxy(entry, configuration, socket: socket, logger: logger) }
+            do throws(ListenerFailure) {
+                try await server.start(inheritedDescriptor: inheritedSocket)
             } catch {
-                for entry in providers.all { await entry.proxy.stop() }
+                throw DaemonFailure(error)
+            }
+            do throws(DaemonFailure) {
+                for provider in configuration.providers { try await startProxy(of: provider, configuration, socket: socket, parts: parts) }
+            } catch {
+                await parts.proxies.stopAll()
                 await server.stop(grace: .zero)
                 throw error
             }
@@ -65,14 +77,14 @@ struct DaemonRuntime {
                 ])
             // Stopped in reverse: the server first (no new requests), storage last (every write done).
             let services: [any Service] = [
-                persistence,
-                ReadinessService(providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: status),
+                parts.persistence,
+                ReadinessService(providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
                 signals,
-                WatchdogService(notifier: notifier, probe: Self.probe(providers, integration)),
+                WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
-                ProxyService(providers: providers),
+                ProxyService(proxies: parts.proxies),
             ]
-            return DaemonRuntime(services: services, providers: providers, persistence: persistence, fetcher: fetcher, logger: logger)
+            return DaemonRuntime(services: services, parts: parts)
         } catch {
             for entry in providers.all { entry.provider.shutdown() }
             await fetcher.shutdown()
@@ -80,12 +92,17 @@ struct DaemonRuntime {
         }
     }
 
-    /// Starts (or with a reload, changes) the proxy of `entry`, if its configuration has one.
+    /// Starts (or with a reload, changes) the proxy of `provider`, if its configuration has one.
     static func startProxy(
-        _ entry: ProviderEntry, _ configuration: DaemonConfiguration, socket: ConnectionSettings, logger: Logger
+        of provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings, parts: DaemonParts
     ) async throws(DaemonFailure) {
-        let settings = ProxySettings(entry.configuration, configuration)
-        try await entry.proxy.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: logger) } ?? socket)
+        guard let controller = parts.proxies[provider.name] else { return }
+        let settings = ProxySettings(provider, configuration)
+        do throws(ProxyFailure) {
+            try await controller.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: parts.logger) } ?? socket)
+        } catch {
+            throw DaemonFailure(error)
+        }
     }
 
     /// The watchdog's check: every provider's state context answers. Each provider's probe is
@@ -111,6 +128,7 @@ struct DaemonRuntime {
 
     /// Serves until SIGTERM or SIGINT, then stops gracefully. Returns the exit code.
     func run() async -> Int32 {
+        let logger = parts.logger
         let group = ServiceGroup(configuration: .init(
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         var code: Int32 = 0
@@ -120,20 +138,33 @@ struct DaemonRuntime {
             logger.error("stopping after an error: \(error)")
             code = DaemonFailure.Code.failure.rawValue
         }
-        // A wedged provider must not hold the stop up for ever.
-        let entries = providers.all
-        let stopped = DispatchSemaphore(value: 0)
-        DispatchQueue(label: "waf-tokend.stop").async {
-            for entry in entries { entry.provider.shutdown() }
-            stopped.signal()
-        }
-        if stopped.wait(timeout: .now() + 5) == .timedOut {
-            logger.error("a provider did not stop within 5 s; exiting without it")
+        if await !stopProviders(within: Self.providerStopLimit) {
+            logger.error("a provider did not stop within \(Self.providerStopLimit); exiting without it")
             code = DaemonFailure.Code.failure.rawValue
         }
-        persistence.flush()
-        await fetcher.shutdown()
+        parts.persistence.flush()
+        await parts.fetcher.shutdown()
         logger.info("stopped")
         return code
+    }
+
+    /// Stops every provider; false when they did not all stop within `limit`: a wedged provider
+    /// must not hold the stop up for ever. The stop blocks its thread, so it runs on a queue of
+    /// its own, and whichever comes first, the stop or the limit, answers.
+    private func stopProviders(within limit: Duration) async -> Bool {
+        let entries = parts.providers.all
+        return await withCheckedContinuation { continuation in
+            let first = Once()
+            DispatchQueue(label: "waf-tokend.stop").async {
+                for entry in entries { entry.provider.shutdown() }
+                if first.claim() { continuation.resume(returning: true) }
+            }
+            let (seconds, attoseconds) = limit.components
+            DispatchQueue(label: "waf-tokend.stop-limit").asyncAfter(
+                deadline: .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+            ) {
+                if first.claim() { continuation.resume(returning: false) }
+            }
+        }
     }
 }

@@ -1,3 +1,4 @@
+import WAFDaemonConfiguration
 import WAFTokenCore
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import Dispatch
 import NIOConcurrencyHelpers
+import WAFProviderRegistry
 import WAFTokenCore
 
 /// Tells the service manager the providers' state in one line (`STATUS=`) after every change:

@@ -1,4 +1,5 @@
 import Logging
+import WAFDaemonConfiguration
 import WAFTokenServiceHTTP
 
 /// What the HTTP token fetcher is built from; a reload that changes it builds a new one.

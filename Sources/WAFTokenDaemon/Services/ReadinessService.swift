@@ -1,4 +1,5 @@
 import ServiceLifecycle
+import WAFProviderRegistry
 import WAFTokenCore
 
 /// Tells the service manager the daemon is ready: once the socket listens, or, with

@@ -6,4 +6,3 @@ extension ProxyService: CustomStringConvertible { var description: String { "Pro
 extension SocketServerService: CustomStringConvertible { var description: String { "SocketServerService" } }
 extension WatchdogService: CustomStringConvertible { var description: String { "WatchdogService" } }
 extension SignalService: CustomStringConvertible { var description: String { "SignalService" } }
-extension TokenPersistence: CustomStringConvertible { var description: String { "TokenPersistence" } }

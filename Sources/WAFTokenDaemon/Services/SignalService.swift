@@ -1,6 +1,7 @@
 import Dispatch
 import Logging
 import ServiceLifecycle
+import WAFProviderRegistry
 import WAFTokenCore
 
 #if canImport(Glibc)

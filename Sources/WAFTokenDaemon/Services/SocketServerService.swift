@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import WAFSocketAPI
 
 /// Serves until the graceful stop begins, then stops accepting and drains (README, "Running": finish
 /// requests in flight, bounded, notify STOPPING).

@@ -1,0 +1,158 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A listening socket and its connections, for the API socket and the proxy alike: it binds a
+/// Unix socket path (replacing a stale socket file, refusing to steal a live one), a loopback
+/// address, or a socket systemd passed; stops accepting at the descriptor limit instead of spinning
+/// (`AcceptLimitHandler`); and stops gracefully: no new connections, the requests in flight
+/// answered within a bound, then everything closed.
+package final class Listener: Sendable {
+    private struct State {
+        var channel: (any Channel)?
+        var limiter: NIOLoopBound<AcceptLimitHandler>?
+        var connections: [ObjectIdentifier: any Channel] = [:]
+        /// The path was created here and is removed on stop; an inherited socket is not.
+        var ownedPath: String?
+    }
+
+    private let state = NIOLockedValueBox(State())
+    private let group: MultiThreadedEventLoopGroup
+    private let connectionsChanged: @Sendable (Int) -> Void
+    private let gate: LoopGate
+    private let name: String
+    private let logger: Logger
+
+    package init(name: String, threads: Int, gate: LoopGate, logger: Logger, connectionsChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
+        group = MultiThreadedEventLoopGroup(numberOfThreads: threads)
+        self.name = name
+        self.gate = gate
+        self.logger = logger
+        self.connectionsChanged = connectionsChanged
+    }
+
+    package var eventLoops: any EventLoopGroup { group }
+
+    /// Where to listen.
+    package enum Address: Sendable {
+        /// A Unix socket path, created with `mode`.
+        case unix(path: String, mode: UInt16)
+        /// A TCP address (the daemon's configuration allows loopback only).
+        case tcp(host: String, port: Int)
+        /// A listening socket the service manager passed.
+        case inherited(CInt)
+    }
+
+    /// Binds `address`; every accepted connection gets `configure` (on its event loop).
+    package func start(_ address: Address, configure: @escaping @Sendable (any Channel) throws -> Void) async throws(ListenerFailure) {
+        let bootstrap = ServerBootstrap(group: group)
+            .serverChannelOption(.backlog, value: 4096)
+            .serverChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let limiter = AcceptLimitHandler(listener: name, logger: logger)
+                    try channel.pipeline.syncOperations.addHandler(limiter)
+                    let bound = NIOLoopBound(limiter, eventLoop: channel.eventLoop)
+                    state.withLockedValue { $0.limiter = bound }
+                }
+            }
+            .childChannelOption(.allowRemoteHalfClosure, value: false)
+            .childChannelInitializer { [self] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try configure(channel)
+                    track(channel)
+                }
+            }
+        let channel: any Channel
+        var ownedPath: String?
+        do {
+            switch address {
+            case .inherited(let descriptor):
+                channel = try await bootstrap.withBoundSocket(descriptor).get()
+            case .unix(let path, let mode):
+                try await SocketFile.prepare(path)
+                channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
+                ownedPath = path
+                guard chmod(path, mode_t(mode)) == 0 else {
+                    try? await channel.close()
+                    throw ListenerFailure("cannot set mode 0\(String(mode, radix: 8)) on \(path): \(String(cString: strerror(errno)))")
+                }
+            case .tcp(let host, let port):
+                channel = try await bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1).bind(host: host, port: port).get()
+            }
+        } catch let failure as ListenerFailure {
+            throw failure
+        } catch {
+            throw ListenerFailure("cannot bind \(address): \(error)")
+        }
+        state.withLockedValue {
+            $0.channel = channel
+            $0.ownedPath = ownedPath
+        }
+    }
+
+    /// Where it listens, as bound: a path, or an address with the port (the one the system chose
+    /// for port 0).
+    package var localAddress: SocketAddress? { state.withLockedValue { $0.channel?.localAddress } }
+
+    /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest.
+    package func stop(grace: Duration) async {
+        let (channel, ownedPath) = state.withLockedValue { ($0.channel, $0.ownedPath) }
+        try? await channel?.close()
+        if let ownedPath { unlink(ownedPath) }
+        for connection in connections { connection.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent()) }
+        let clock = ContinuousClock()
+        let deadline = clock.now + grace
+        while !connections.isEmpty, clock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for connection in connections { try? await connection.close() }
+        gate.close()
+        try? await group.shutdownGracefully()
+    }
+
+    private var connections: [any Channel] { state.withLockedValue { Array($0.connections.values) } }
+
+    private func track(_ channel: any Channel) {
+        let id = ObjectIdentifier(channel)
+        let count = state.withLockedValue { state -> Int in
+            state.connections[id] = channel
+            return state.connections.count
+        }
+        connectionsChanged(count)
+        channel.closeFuture.whenComplete { [state, connectionsChanged, gate] _ in
+            let (count, limiter) = state.withLockedValue { state -> (Int, NIOLoopBound<AcceptLimitHandler>?) in
+                state.connections[id] = nil
+                return (state.connections.count, state.limiter)
+            }
+            connectionsChanged(count)
+            // A descriptor is free: a listener at the limit may accept again at once.
+            if let limiter { gate.execute(on: limiter.eventLoop) { limiter.value.descriptorsFreed() } }
+        }
+    }
+}
+
+extension Listener.Address: CustomStringConvertible {
+    package var description: String {
+        switch self {
+        case .unix(let path, _): path
+        case .tcp(let host, let port): host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        case .inherited(let descriptor): "the socket passed as descriptor \(descriptor)"
+        }
+    }
+}
+
+/// Why a listener cannot start: the socket cannot be bound or prepared (the daemon exits 71).
+package struct ListenerFailure: Error, Sendable, CustomStringConvertible {
+    package let message: String
+
+    package init(_ message: String) {
+        self.message = message
+    }
+
+    package var description: String { message }
+}

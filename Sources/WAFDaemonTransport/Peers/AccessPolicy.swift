@@ -1,0 +1,86 @@
+import Logging
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Who may use the socket: `socket.allowedUsers` and `socket.allowedGroups`, resolved to ids.
+///
+/// A peer is let in when no list is set, when its uid is listed, or when it is in a listed group:
+/// by its primary gid, or as a member in the group database (SO_PEERCRED gives the primary gid
+/// only, so supplementary groups are looked up with `getgrouplist`).
+package final class AccessPolicy: Sendable {
+    package let users: Set<UInt32>
+    package let groups: Set<UInt32>
+    package let isOpen: Bool
+    /// Supplementary groups by uid: NSS lookups can be slow, and a client reconnects often.
+    private let memberships = NIOLockedValueBox<[UInt32: (groups: Set<UInt32>, at: Double)]>([:])
+
+    package init(allowedUsers: [String], allowedGroups: [String], keyPrefix: String = "socket", logger: Logger) {
+        isOpen = allowedUsers.isEmpty && allowedGroups.isEmpty
+        users = Set(allowedUsers.compactMap { name in
+            let id = UInt32(name) ?? Self.userID(named: name)
+            if id == nil { logger.warning("\(keyPrefix).allowedUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
+            return id
+        })
+        groups = Set(allowedGroups.compactMap { name in
+            let id = UInt32(name) ?? Self.groupID(named: name)
+            if id == nil { logger.warning("\(keyPrefix).allowedGroups: no such group; ignored", metadata: ["group": "\(name)"]) }
+            return id
+        })
+    }
+
+    package func allows(_ peer: PeerCredentials) -> Bool {
+        if isOpen || users.contains(peer.uid) || groups.contains(peer.gid) { return true }
+        guard !groups.isEmpty else { return false }
+        return !supplementaryGroups(of: peer).isDisjoint(with: groups)
+    }
+
+    private func supplementaryGroups(of peer: PeerCredentials) -> Set<UInt32> {
+        let now = Double(time(nil))
+        if let cached = memberships.withLockedValue({ $0[peer.uid] }), now - cached.at < 60 { return cached.groups }
+        var found: Set<UInt32> = []
+        if let name = Self.userName(of: peer.uid) {
+            var count: Int32 = 64
+            var list = [gid_t](repeating: 0, count: Int(count))
+            if getgrouplist(name, peer.gid, &list, &count) == -1 {
+                list = [gid_t](repeating: 0, count: Int(count))
+                _ = getgrouplist(name, peer.gid, &list, &count)
+            }
+            found = Set(list.prefix(Int(max(0, count))))
+        }
+        memberships.withLockedValue { $0[peer.uid] = (found, now) }
+        return found
+    }
+
+    // MARK: The user and group databases (NSS), reentrant forms
+
+    package static func userID(named name: String) -> UInt32? {
+        withPasswd(name: name) { $0.pw_uid }
+    }
+
+    package static func userName(of uid: UInt32) -> String? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16384)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return String(cString: entry.pw_name)
+    }
+
+    package static func groupID(named name: String) -> UInt32? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 65536)
+        guard getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return entry.gr_gid
+    }
+
+    private static func withPasswd<T>(name: String, _ body: (passwd) -> T) -> T? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 16384)
+        guard getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return body(entry)
+    }
+}

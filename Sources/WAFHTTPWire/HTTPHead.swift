@@ -1,0 +1,123 @@
+import NIOCore
+
+/// A request or response head as it arrived: its bytes, and where each part of it lies in them.
+/// Nothing is copied out of the bytes until asked for, so that a request relayed as it came costs
+/// no string per header (the proxy's relay, `ProxyHandler`).
+///
+/// `HTTPHeadParser` makes one and checks it; the framing rules (`HTTPFraming`) decide how the body
+/// after it is delimited.
+package struct HTTPHead {
+    /// One header line: the name and the value, without the surrounding whitespace.
+    package struct Field {
+        package let name: Range<Int>
+        package let value: Range<Int>
+        /// The whole line without its CRLF, to copy it as it came.
+        package let line: Range<Int>
+    }
+
+    /// The head, from its first byte to its final CRLF CRLF.
+    package let bytes: ByteBuffer
+    /// A request's method or a response's version, the first word of the start line.
+    package let first: Range<Int>
+    /// A request's target or a response's status code.
+    package let second: Range<Int>
+    /// A response's reason phrase (a request's version).
+    package let third: Range<Int>
+    /// 0 for HTTP/1.0, 1 for HTTP/1.1.
+    package let minorVersion: Int
+    package let fields: [Field]
+
+    // MARK: Reading it
+
+    package func string(_ range: Range<Int>) -> String {
+        bytes.withUnsafeReadableBytes { String(decoding: UnsafeRawBufferPointer(rebasing: $0[range]), as: UTF8.self) }
+    }
+
+    /// Whether the bytes in `range` are `lowercase`, ignoring ASCII case.
+    package func equals(_ range: Range<Int>, lowercase: StaticString) -> Bool {
+        guard range.count == lowercase.utf8CodeUnitCount else { return false }
+        return bytes.withUnsafeReadableBytes { raw in
+            var index = range.lowerBound
+            for byte in UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount) {
+                // Setting bit 5 folds ASCII letters; '-' and digits have it already.
+                if raw[index] | 0x20 != byte { return false }
+                index += 1
+            }
+            return true
+        }
+    }
+
+    /// The values of every field called `name` (lower case), in order.
+    package func values(_ name: StaticString) -> [String] {
+        fields.compactMap { equals($0.name, lowercase: name) ? string($0.value) : nil }
+    }
+
+    package func contains(_ name: StaticString) -> Bool {
+        fields.contains { equals($0.name, lowercase: name) }
+    }
+
+    /// How many fields are called `name`.
+    package func count(_ name: StaticString) -> Int {
+        fields.reduce(0) { $0 + (equals($1.name, lowercase: name) ? 1 : 0) }
+    }
+
+    /// Calls `body` with each element of the comma-separated lists in the fields called `name`
+    /// (`Connection`, `Transfer-Encoding`), without its surrounding whitespace; stops when it
+    /// returns false. Bytes, not strings: a proxied request reads these every time.
+    package func forEachElement(_ name: StaticString, _ body: (Range<Int>) -> Bool) {
+        bytes.withUnsafeReadableBytes { raw in
+            for field in fields where equals(field.name, lowercase: name) {
+                var start = field.value.lowerBound
+                while start <= field.value.upperBound {
+                    let comma = raw[start..<field.value.upperBound].firstIndex(of: UInt8(ascii: ",")) ?? field.value.upperBound
+                    var low = start
+                    var high = comma
+                    while low < high, raw[low] == 0x20 || raw[low] == 0x09 { low += 1 }
+                    while high > low, raw[high - 1] == 0x20 || raw[high - 1] == 0x09 { high -= 1 }
+                    if low < high, !body(low..<high) { return }
+                    start = comma + 1
+                }
+            }
+        }
+    }
+
+    /// Whether a comma-separated list header (`Connection`, `Transfer-Encoding`) names `token`.
+    package func lists(_ name: StaticString, _ token: StaticString) -> Bool {
+        var found = false
+        forEachElement(name) { element in
+            found = equals(element, lowercase: token)
+            return !found
+        }
+        return found
+    }
+
+    /// The elements of a list header, in order, lower case.
+    package func elements(_ name: StaticString) -> [String] {
+        var elements: [String] = []
+        forEachElement(name) { element in
+            elements.append(string(element).lowercased())
+            return true
+        }
+        return elements
+    }
+
+    // MARK: Requests
+
+    package var method: String { string(first) }
+    package var target: String { string(second) }
+    package var isHead: Bool { first.count == 4 && equals(first, lowercase: "head") }
+
+    /// HTTP/1.1 keeps the connection unless told to close; HTTP/1.0 closes unless told to keep it.
+    package var keepAlive: Bool {
+        minorVersion == 1 ? !lists("connection", "close") : lists("connection", "keep-alive")
+    }
+
+    // MARK: Responses
+
+    /// The status code, three digits (the parser checked them).
+    package var status: Int {
+        bytes.withUnsafeReadableBytes { raw in
+            raw[second].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        }
+    }
+}

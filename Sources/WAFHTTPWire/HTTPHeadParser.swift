@@ -1,0 +1,139 @@
+import NIOCore
+
+/// Finds and checks HTTP/1.x heads in raw bytes, strictly: what a lenient parser and the server
+/// behind it could read differently (a bare LF, obs-fold, a space before a colon, a control
+/// byte) is refused, never repaired. The framing rules on top are `HTTPFraming`'s.
+package enum HTTPHeadParser {
+    package enum Failure: Error, Equatable {
+        /// 400, with why.
+        case malformed(String)
+        /// 431: the head is larger than its limit, or has too many fields.
+        case tooLarge
+        /// 505: a version other than HTTP/1.0 and HTTP/1.1.
+        case unsupportedVersion
+    }
+
+    package static let maximumFields = 128
+
+    /// Where the head at the start of `bytes` ends (just after its blank line); nil while it is
+    /// incomplete. Throws as soon as a line ends in a bare LF or the head passes `limit` bytes.
+    /// `from`: how far an earlier call looked (a head arriving in pieces is not scanned again).
+    package static func headEnd(_ bytes: UnsafeRawBufferPointer, limit: Int, from: Int = 0) throws(Failure) -> Int? {
+        var index = max(0, min(from, bytes.count) - 3)
+        while let newline = bytes[index...].firstIndex(of: 0x0A) {
+            guard newline > 0, bytes[newline - 1] == 0x0D else {
+                throw .malformed("a line ends in a bare LF; HTTP lines end in CRLF")
+            }
+            if newline >= 3, bytes[newline - 2] == 0x0A, bytes[newline - 3] == 0x0D {
+                guard newline + 1 <= limit else { throw .tooLarge }
+                return newline + 1
+            }
+            index = newline + 1
+        }
+        if bytes.count > limit { throw .tooLarge }
+        return nil
+    }
+
+    /// How many bytes of empty lines (CRLF) come first: a client may send one after a body.
+    package static func leadingEmptyLines(_ bytes: UnsafeRawBufferPointer) -> Int {
+        var index = 0
+        while index + 1 < bytes.count, bytes[index] == 0x0D, bytes[index + 1] == 0x0A { index += 2 }
+        return index
+    }
+
+    /// A request head: `method SP target SP HTTP/1.x`, then its fields.
+    package static func request(_ head: ByteBuffer) throws(Failure) -> HTTPHead {
+        try head.withUnsafeReadableBytes { raw throws(Failure) in
+            let lineEnd = try endOfLine(raw, from: 0)
+            guard let space = raw[0..<lineEnd].firstIndex(of: 0x20), space > 0, raw[0..<space].allSatisfy(isToken) else {
+                throw .malformed("the request line does not start with a method")
+            }
+            guard let secondSpace = raw[(space + 1)..<lineEnd].firstIndex(of: 0x20), secondSpace > space + 1,
+                raw[(space + 1)..<secondSpace].allSatisfy({ $0 > 0x20 && $0 < 0x7F })
+            else { throw .malformed("the request target is missing or holds a space or control byte") }
+            let minor = try version(raw, (secondSpace + 1)..<lineEnd)
+            return HTTPHead(
+                bytes: head, first: 0..<space, second: (space + 1)..<secondSpace, third: (secondSpace + 1)..<lineEnd, minorVersion: minor,
+                fields: try fields(raw, from: lineEnd + 2))
+        }
+    }
+
+    /// A response head: `HTTP/1.x SP status [SP reason]`, then its fields.
+    package static func response(_ head: ByteBuffer) throws(Failure) -> HTTPHead {
+        try head.withUnsafeReadableBytes { raw throws(Failure) in
+            let lineEnd = try endOfLine(raw, from: 0)
+            guard lineEnd >= 12, raw[8] == 0x20, raw[9..<12].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), lineEnd == 12 || raw[12] == 0x20,
+                raw[min(13, lineEnd)..<lineEnd].allSatisfy(isFieldValue)
+            else { throw .malformed("the status line is not HTTP/1.x, a status code and a reason") }
+            let minor = try version(raw, 0..<8)
+            return HTTPHead(
+                bytes: head, first: 0..<8, second: 9..<12, third: min(13, lineEnd)..<lineEnd, minorVersion: minor,
+                fields: try fields(raw, from: lineEnd + 2))
+        }
+    }
+
+    // MARK: The parts
+
+    private static func endOfLine(_ raw: UnsafeRawBufferPointer, from start: Int) throws(Failure) -> Int {
+        // headEnd found every LF preceded by a CR, and the head ends in CRLF CRLF.
+        guard let newline = raw[start...].firstIndex(of: 0x0A) else { throw .malformed("a line has no end") }
+        return newline - 1
+    }
+
+    private static func version(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) throws(Failure) -> Int {
+        let text = raw[range]
+        guard text.count == 8, text.starts(with: "HTTP/".utf8), raw[range.lowerBound + 6] == UInt8(ascii: "."),
+            let major = digit(raw[range.lowerBound + 5]), let minor = digit(raw[range.lowerBound + 7])
+        else { throw .malformed("the version is not HTTP/x.y") }
+        guard major == 1, minor <= 1 else { throw .unsupportedVersion }
+        return minor
+    }
+
+    private static func digit(_ byte: UInt8) -> Int? {
+        byte >= 0x30 && byte <= 0x39 ? Int(byte - 0x30) : nil
+    }
+
+    private static func fields(_ raw: UnsafeRawBufferPointer, from start: Int) throws(Failure) -> [HTTPHead.Field] {
+        var fields: [HTTPHead.Field] = []
+        var lineStart = start
+        let end = raw.count - 2  // the blank line's CRLF
+        while lineStart < end {
+            let lineEnd = try endOfLine(raw, from: lineStart)
+            if raw[lineStart] == 0x20 || raw[lineStart] == 0x09 { throw .malformed("a header line is folded (obs-fold)") }
+            var colon = lineStart
+            while colon < lineEnd, raw[colon] != UInt8(ascii: ":") {
+                guard isToken(raw[colon]) else { throw .malformed("a header name holds a space, control or separator byte") }
+                colon += 1
+            }
+            guard colon < lineEnd, colon > lineStart else { throw .malformed("a header line has no name or no colon") }
+            var valueStart = colon + 1
+            while valueStart < lineEnd, raw[valueStart] == 0x20 || raw[valueStart] == 0x09 { valueStart += 1 }
+            var valueEnd = lineEnd
+            while valueEnd > valueStart, raw[valueEnd - 1] == 0x20 || raw[valueEnd - 1] == 0x09 { valueEnd -= 1 }
+            guard raw[valueStart..<valueEnd].allSatisfy(isFieldValue) else { throw .malformed("a header value holds a control byte") }
+            guard fields.count < maximumFields else { throw .tooLarge }
+            fields.append(HTTPHead.Field(name: lineStart..<colon, value: valueStart..<valueEnd, line: lineStart..<lineEnd))
+            lineStart = lineEnd + 2
+        }
+        return fields
+    }
+
+    /// RFC 9110 §5.6.2: `tchar`.
+    @inline(__always)
+    package static func isToken(_ byte: UInt8) -> Bool {
+        tokenTable[Int(byte)]
+    }
+
+    /// RFC 9110 §5.5: a field value's bytes are HTAB, SP, visible ASCII and obs-text.
+    @inline(__always)
+    private static func isFieldValue(_ byte: UInt8) -> Bool {
+        byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+    }
+
+    private static let tokenTable: [Bool] = (0..<256).map { byte in
+        switch UInt8(byte) {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
+        default: "!#$%&'*+-.^_`|~".utf8.contains(UInt8(byte))
+        }
+    }
+}

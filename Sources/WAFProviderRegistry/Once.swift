@@ -1,0 +1,9 @@
+import Synchronization
+
+/// The first caller wins.
+package final class Once: Sendable {
+    private let done = Atomic<Bool>(false)
+    package init() {}
+
+    package func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+}

@@ -1,0 +1,65 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Synchronization
+import WAFTokenCore
+import WAFDaemonTransport
+import WAFProviderRegistry
+
+/// What every connection's handlers share: the providers, the reloadable settings, metrics, the
+/// event streams, and the generation of the providers' snapshots that cached answers are built on.
+package final class APIContext: ConnectionGuardContext {
+    package typealias Settings = ConnectionSettings
+
+    package struct Info: Sendable {
+        package var version: String
+        package var socketPath: String
+        package var demo: Bool
+        package var pid: Int32
+
+        package init(version: String, socketPath: String, demo: Bool, pid: Int32) {
+            self.version = version
+            self.socketPath = socketPath
+            self.demo = demo
+            self.pid = pid
+        }
+    }
+
+    package let providers: ProviderSet
+    package let metrics: any APIMetrics
+    package var requestCounting: any RequestCounting { metrics }
+    package let events: EventBroadcaster
+    package let logger: Logger
+    package let info: Info
+    package let started = ContinuousClock.now
+    private let current: NIOLockedValueBox<Settings>
+    /// The fast path rebuilds its cached answer when this moves.
+    package let generation: SnapshotGeneration
+    package let shuttingDown = Atomic<Bool>(false)
+    /// Answers and events from outside the socket's loops go through it (see `LoopGate`).
+    package let loopGate = LoopGate()
+    /// Requests answered, for the status counters.
+    package let requestsServed = Atomic<Int>(0)
+    package let openConnections = Atomic<Int>(0)
+
+    package init(
+        providers: ProviderSet, settings: Settings, metrics: any APIMetrics, events: EventBroadcaster, generation: SnapshotGeneration,
+        info: Info, logger: Logger
+    ) {
+        self.providers = providers
+        self.generation = generation
+        current = NIOLockedValueBox(settings)
+        self.metrics = metrics
+        self.events = events
+        self.info = info
+        self.logger = logger
+    }
+
+    package var settings: Settings {
+        get { current.withLockedValue { $0 } }
+        set { current.withLockedValue { $0 = newValue } }
+    }
+
+    package var connectionSettings: ConnectionSettings { settings }
+    package var listenerName: String { "socket" }
+}

@@ -1,0 +1,142 @@
+import NIOCore
+import NIOHTTP1
+import WAFTokenCore
+
+#if canImport(Glibc)
+import Glibc
+import WAFDaemonTransport
+import WAFProviderRegistry
+#endif
+
+/// Answers the hot request, a plain `GET /v1/token` (`PlainTokenRequest`), with or without a
+/// provider selector, from pre-encoded bytes without the HTTP codec; pipelined ones are answered
+/// in one write. Which provider a selector means, and whether the peer may use it, is decided
+/// once per connection and selector, again when anything was published or reloaded; a request
+/// the API would refuse (unknown provider, 403) goes to the codec, which answers it. The first request it does not
+/// answer switches the connection to the NIOHTTP1 pipeline behind it for good, so framing and
+/// pipelining stay the codec's business. It answers only while the connection can write: a client
+/// that pipelines without reading gets no more than the socket buffers hold.
+final class TokenFastPathHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let api: APIContext
+    private let connection: ConnectionState
+    private var codec = false
+    private var pending: ByteBuffer?
+    /// Each provider's answers, by name.
+    private var caches: [String: TokenResponseCache] = [:]
+    /// The last selector seen (its bytes), the provider it means, and the generation that held.
+    private var resolved: (selector: [UInt8], provider: ProviderEntry, generation: UInt64)?
+    /// Answers since the last flush to the metrics: with a token (200), without (503).
+    private var servedSinceFlush = (withToken: 0, without: 0)
+    private var stopping = false
+
+    init(api: APIContext, connection: ConnectionState) {
+        self.api = api
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !codec else { return context.fireChannelRead(data) }
+        var bytes = unwrapInboundIn(data)
+        if pending == nil { pending = bytes } else { pending!.writeBuffer(&bytes) }
+        answer(context)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable, !codec, pending != nil { answer(context) }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        flushCounts()
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ServerShutdownEvent { stopping = true }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Answers every complete plain request pending while the connection can write.
+    private func answer(_ context: ChannelHandlerContext) {
+        guard connection.allowed else { return switchToCodec(context) }
+        var answered = false
+        while var buffer = pending, buffer.readableBytes > 0, context.channel.isWritable {
+            let head = buffer.withUnsafeReadableBytes(Self.look)
+            guard case .plain(let length, let request, let selector) = head else {
+                // An incomplete head waits for its rest, unless it grew past the limit: the codec refuses that (431).
+                if case .incomplete = head, buffer.readableBytes <= HTTPLimits.maximumHeadBytes { break }
+                return switchToCodec(context)
+            }
+            guard !stopping, let entry = provider(for: selector) else { return switchToCodec(context) }
+            var cache = caches[entry.name] ?? TokenResponseCache()
+            if cache.refresh(provider: entry.provider, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator) {
+                flushCounts()
+            }
+            caches[entry.name] = cache
+            guard cache.answersFromCache else { return switchToCodec(context) }
+            buffer.moveReaderIndex(forwardBy: length)
+            pending = buffer.readableBytes > 0 ? buffer : nil
+            context.write(wrapOutboundOut(request.plainText ? cache.plainText : cache.json), promise: nil)
+            if cache.status == 200 { servedSinceFlush.withToken += 1 } else { servedSinceFlush.without += 1 }
+            answered = true
+        }
+        if answered {
+            context.flush()
+            context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: pending != nil), promise: nil)
+        }
+    }
+
+    /// What the pending bytes start with, as far as the fast path is concerned.
+    private enum PendingHead {
+        /// No complete head yet: wait for more bytes.
+        case incomplete
+        /// A head the fast path leaves to the codec: not a plain token request, or one with a line
+        /// ending in a bare LF (which never completes a head here; the codec refuses it, 400).
+        case forCodec
+        /// A plain token request whose head is `length` bytes, with its selector's bytes (empty: none).
+        case plain(length: Int, request: PlainTokenRequest.Decision, selector: [UInt8])
+    }
+
+    private static func look(_ bytes: UnsafeRawBufferPointer) -> PendingHead {
+        guard let length = PlainTokenRequest.headLength(in: bytes, limit: HTTPLimits.maximumHeadBytes) else {
+            return PlainTokenRequest.hasBareLineFeed(bytes) ? .forCodec : .incomplete
+        }
+        guard let request = PlainTokenRequest.decide(UnsafeRawBufferPointer(rebasing: bytes[0..<length])) else { return .forCodec }
+        return .plain(length: length, request: request, selector: request.selector.map { Array(bytes[$0]) } ?? [])
+    }
+
+    /// The provider `selector` (a query's bytes, empty for none) means and the peer may use; nil
+    /// when the API would refuse the request.
+    private func provider(for selector: [UInt8]) -> ProviderEntry? {
+        let generation = api.generation.current
+        if let resolved, resolved.generation == generation, resolved.selector == selector { return resolved.provider }
+        var query: [String: String] = [:]
+        if let equals = selector.firstIndex(of: UInt8(ascii: "=")) {
+            query[String(decoding: selector[..<equals], as: UTF8.self)] = String(decoding: selector[(equals + 1)...], as: UTF8.self)
+        }
+        guard case .provider(let entry) = api.providers.select(query, peer: connection.peer) else { return nil }
+        resolved = (selector, entry, generation)
+        return entry
+    }
+
+    private func switchToCodec(_ context: ChannelHandlerContext) {
+        codec = true
+        if let held = pending {
+            pending = nil
+            context.fireChannelRead(wrapInboundOut(held))
+        }
+    }
+
+    private func flushCounts() {
+        for (status, count) in [(UInt(200), servedSinceFlush.withToken), (503, servedSinceFlush.without)] where count > 0 {
+            api.metrics.countRequests(endpoint: "/v1/token", status: status, by: count)
+            api.requestsServed.add(count, ordering: .relaxed)
+        }
+        servedSinceFlush = (0, 0)
+    }
+}

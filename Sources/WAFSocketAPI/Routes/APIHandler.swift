@@ -1,0 +1,233 @@
+import NIOCore
+import NIOHTTP1
+import WAFDaemonTransport
+import WAFProviderRegistry
+import WAFTokenCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// The socket API behind NIOHTTP1 (README, "The socket API"): one request at a time (the
+/// pipeline handler before it orders pipelined requests), answered at once or, for the calls that
+/// wait on the provider, later on the connection's event loop.
+final class APIHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    static let maximumBodyBytes = 8 * 1024
+    /// `?wait=` longer than an hour is almost certainly a mistake.
+    static let maximumWait = 3600.0
+    static let defaultRefreshWait = 30.0
+
+    let api: APIContext
+    let connection: ConnectionState
+    /// After answering a request that asked for an upgrade: NIO's decoder stopped there.
+    private let restartDecoder: () -> Void
+    private var head: HTTPRequestHead?
+    private var body = ByteBuffer()
+    private var bodyTooLarge = false
+    private var bodyTimer: Scheduled<Void>?
+    /// The timeout of a request answered later (`?wait=`): cancelled with the answer or the
+    /// connection, so that it keeps nothing alive after either.
+    private var answerTimer: Scheduled<Void>?
+    /// The request being answered: an answer that arrives for an older one (after a timeout) is dropped.
+    private var requestNumber: UInt64 = 0
+    private var awaitingAnswer = false
+    /// The request that waits for a later answer, to be told when the daemon stops.
+    private var pendingHead: HTTPRequestHead?
+    var stream: UInt64?
+
+    init(api: APIContext, connection: ConnectionState, restartDecoder: @escaping () -> Void) {
+        self.api = api
+        self.connection = connection
+        self.restartDecoder = restartDecoder
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            self.head = head
+            body.clear()
+            bodyTooLarge = false
+            context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
+            // A client that sends a head and then drips its body is cut off like one that drips its head.
+            bodyTimer = context.eventLoop.assumeIsolated().scheduleTask(in: api.settings.requestTimeout) {
+                self.bodyTimedOut(context)
+            }
+        case .body(var chunk):
+            if body.readableBytes + chunk.readableBytes > Self.maximumBodyBytes {
+                bodyTooLarge = true
+            } else {
+                body.writeBuffer(&chunk)
+            }
+        case .end:
+            bodyTimer?.cancel()
+            guard let head else { return }
+            self.head = nil
+            requestNumber &+= 1
+            route(context, head)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        bodyTimer?.cancel()
+        answerTimer?.cancel()
+        answerTimer = nil
+        if let stream { api.events.unsubscribe(stream) }
+        stream = nil
+        context.fireChannelInactive()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ServerShutdownEvent, stream != nil {
+            finishStream(context)
+        } else if event is ServerShutdownEvent, awaitingAnswer, let head = pendingHead {
+            respond(context, head, .error(.serviceUnavailable, "shuttingDown", "the daemon is stopping"), endpoint: "-")
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    private func bodyTimedOut(_ context: ChannelHandlerContext) {
+        guard let head else { return }
+        self.head = nil
+        respond(context, head, HTTPRefusal.timedOut.reply, endpoint: "-", close: true)
+    }
+
+    // MARK: Routing
+
+    private func route(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
+        func answer(_ response: HTTPReply, _ endpoint: String) { respond(context, head, response, endpoint: endpoint) }
+        guard head.version.major == 1 else { return answer(HTTPRefusal.unsupportedVersion.reply, "-") }
+        guard Self.headBytes(head) <= HTTPLimits.maximumHeadBytes else { return answer(HTTPRefusal.headTooLarge.reply, "-") }
+        guard connection.allowed else {
+            return answer(.error(.forbidden, "forbidden", "this user may not use the socket (socket.allowedUsers, socket.allowedGroups)"), "-")
+        }
+        if bodyTooLarge {
+            return answer(.error(.payloadTooLarge, "payloadTooLarge", "request bodies are limited to \(Self.maximumBodyBytes) bytes"), "-")
+        }
+        guard let target = RequestTarget(head.uri) else {
+            return answer(.error(.badRequest, "badRequest", "the request target is not a path with a well-formed query"), "-")
+        }
+        let query = target.query
+        let routes: [String: ([HTTPMethod], () -> Void)] = [
+            "/v1/token": ([.GET, .HEAD], { self.token(context, head, query) }),
+            "/v1/refresh": ([.POST], { self.refresh(context, head, query) }),
+            "/v1/cookie": ([.GET, .HEAD], { self.cookie(context, head, query) }),
+            "/v1/events": ([.GET], { self.events(context, head, query) }),
+            "/v1/status": ([.GET, .HEAD], { self.status(context, head, query) }),
+            "/v1/providers": ([.GET, .HEAD], { self.providersList(context, head) }),
+            "/v1/lifecycle": ([.PUT], { self.lifecycle(context, head) }),
+            "/healthz": ([.GET, .HEAD], { self.health(context, head) }),
+            "/readyz": ([.GET, .HEAD], { self.ready(context, head, query) }),
+            "/metrics": ([.GET, .HEAD], { self.metrics(context, head) }),
+        ]
+        guard let (methods, handle) = routes[target.path] else {
+            return answer(.error(.notFound, "notFound", "no such endpoint: \(target.path.prefix(200))"), "-")
+        }
+        guard methods.contains(head.method) else {
+            let allow = methods.map(\.rawValue).joined(separator: ", ")
+            return answer(.error(.methodNotAllowed, "methodNotAllowed", "\(target.path) allows \(allow)", headers: [("Allow", allow)]), target.path)
+        }
+        handle()
+    }
+
+    /// The head's size on the wire, near enough: request line, each field with ": " and CRLF, the
+    /// blank line. The decoder's own limit counts only names and values.
+    static func headBytes(_ head: HTTPRequestHead) -> Int {
+        head.headers.reduce(head.method.rawValue.utf8.count + head.uri.utf8.count + 14) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+    }
+
+    /// NIO's decoder stops after a request that asks for an upgrade (`Connection: upgrade` with
+    /// `Upgrade`, or CONNECT): we take none, so it is restarted once the answer is out.
+    static func asksForUpgrade(_ head: HTTPRequestHead) -> Bool {
+        if head.method == .CONNECT { return true }
+        let connection = head.headers[canonicalForm: "connection"].map { $0.lowercased() }
+        return !head.headers["upgrade"].isEmpty && connection.contains("upgrade")
+    }
+
+    // MARK: Answering
+
+    /// Writes a complete answer, then tells the connection's guard the request is done.
+    func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, endpoint: String, close: Bool = false) {
+        awaitingAnswer = false
+        answerTimer?.cancel()
+        answerTimer = nil
+        pendingHead = nil
+        guard context.channel.isActive else { return }
+        let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
+        var headers = HTTPHeaders(response.headers)
+        headers.add(name: "Content-Length", value: String(response.body.count))
+        headers.add(name: "Date", value: HTTPReply.date())
+        headers.add(name: "Cache-Control", value: "no-store")
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        let version = HTTPVersion(major: 1, minor: head.version.minor == 0 ? 0 : 1)
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: response.status, headers: headers))), promise: nil)
+        if head.method != .HEAD, !response.body.isEmpty {
+            context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
+        }
+        let written = context.writeAndFlush(wrapOutboundOut(.end(nil)))
+        if !keepAlive { written.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
+        api.metrics.countRequests(endpoint: endpoint, status: response.status.code)
+        api.requestsServed.add(1, ordering: .relaxed)
+        context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
+        if keepAlive, Self.asksForUpgrade(head) { restartDecoder() }
+    }
+
+    /// A way to answer the current request later, from any thread; after `timeout`, `onTimeout`
+    /// answers instead, and whichever comes second is dropped.
+    func answerLater(
+        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String,
+        timeout: TimeAmount? = nil, onTimeout: HTTPReply? = nil
+    ) -> @Sendable (HTTPReply) -> Void {
+        let number = requestNumber
+        awaitingAnswer = true
+        pendingHead = head
+        // Weakly: the provider may hold the answer for a while (a stalled token service), and a
+        // client gone meanwhile must not be kept alive by it.
+        let bound = NIOLoopBound(AnswerTarget(handler: self, context: context), eventLoop: context.eventLoop)
+        if let timeout, let onTimeout {
+            answerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+                self.answerIfCurrent(number, context, head, onTimeout, endpoint)
+            }
+        }
+        return { [gate = api.loopGate] response in
+            gate.execute(on: bound.eventLoop) {
+                guard let handler = bound.value.handler, let context = bound.value.context else { return }
+                handler.answerIfCurrent(number, context, head, response, endpoint)
+            }
+        }
+    }
+
+    /// Where a later answer goes, if the connection is still there.
+    private final class AnswerTarget {
+        weak var handler: APIHandler?
+        weak var context: ChannelHandlerContext?
+
+        init(handler: APIHandler, context: ChannelHandlerContext) {
+            self.handler = handler
+            self.context = context
+        }
+    }
+
+    private func answerIfCurrent(_ number: UInt64, _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, _ endpoint: String) {
+        guard awaitingAnswer, number == requestNumber else { return }
+        respond(context, head, response, endpoint: endpoint)
+    }
+
+    var requestBody: ByteBuffer { body }
+}
+
+extension APIHandler {
+    /// The provider of this request, or nil once the request has been answered with why not.
+    func provider(for query: [String: String], _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String) -> ProviderEntry? {
+        switch api.providers.select(query, peer: connection.peer) {
+        case .provider(let entry): return entry
+        case .refused(let response):
+            respond(context, head, response, endpoint: endpoint)
+            return nil
+        }
+    }
+}

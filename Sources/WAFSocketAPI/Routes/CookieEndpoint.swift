@@ -1,0 +1,59 @@
+import NIOCore
+import NIOHTTP1
+import WAFDaemonTransport
+import WAFTokenCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension APIHandler {
+    // MARK: /v1/cookie
+
+    func cookie(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
+        let path = query["path"] ?? "/"
+        func answer(_ response: HTTPReply) { respond(context, head, response, endpoint: "/v1/cookie") }
+        guard path.hasPrefix("/") else {
+            return answer(.error(.badRequest, "badRequest", "path must start with /, not \(path.prefix(80).debugDescription)"))
+        }
+        guard let manager = provider(for: query, context, head, endpoint: "/v1/cookie")?.provider.cookieManager else { return }
+        let settings = manager.settings
+        guard settings.setTokenCookie else {
+            return answer(.error(.notFound, "noCookie", "the token cookie is off (setTokenCookie: false)"))
+        }
+        guard let cookie = manager.currentCookie else { return answer(TokenResponseCache.noToken) }
+        guard cookie.applies(toPath: path) else {
+            return answer(.error(.notFound, "noCookie", "no cookie applies to \(path.prefix(200)) (tokenCookiePath is \(settings.path))"))
+        }
+        if AcceptNegotiation.prefersJSON(Self.accept(head)) {
+            answer(.json(.ok, CookieBody(cookie)))
+        } else {
+            answer(.text(.ok, cookie.headerValue))
+        }
+    }
+
+    struct CookieBody: Encodable {
+        let name = WAFCookie.name
+        let value: String
+        let header: String
+        let domain: String
+        let path: String
+        let expires: String
+        let secure: Bool
+        let sameSite: String
+        let setCookie: String
+
+        init(_ cookie: WAFCookie) {
+            value = cookie.value
+            header = cookie.headerValue
+            domain = cookie.domain
+            path = cookie.path
+            expires = HTTPReply.timeStyle.format(cookie.expires)
+            secure = cookie.secure
+            sameSite = cookie.sameSite
+            setCookie = cookie.setCookieHeaderValue
+        }
+    }
+}

@@ -1,0 +1,67 @@
+import NIOCore
+import NIOHTTP1
+import WAFDaemonTransport
+import WAFProviderRegistry
+import WAFTokenCore
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+extension APIHandler {
+    // MARK: /v1/events
+
+    /// Server-Sent Events: the current token and lifecycle first, then every change; of the
+    /// provider asked for, or without a selector of every provider the peer may use (MULTI-3).
+    func events(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
+        let entries: [ProviderEntry]
+        let wants: @Sendable (String) -> Bool
+        if query["provider"] != nil || query["domain"] != nil {
+            guard let entry = provider(for: query, context, head, endpoint: "/v1/events") else { return }
+            entries = [entry]
+            wants = { [name = entry.name] in $0 == name }
+        } else {
+            let (providers, peer) = (api.providers, connection.peer)
+            entries = api.providers.visibleProviders(to: peer)
+            // Decided per event: a provider a reload adds is seen by the streams its lists allow.
+            wants = { name in providers.named(name)?.allows(peer) == true }
+        }
+        let headers = HTTPHeaders([
+            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("Date", HTTPReply.date()),
+        ])
+        let version = HTTPVersion(major: 1, minor: head.version.minor == 0 ? 0 : 1)
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: .ok, headers: headers))), promise: nil)
+        api.metrics.countRequests(endpoint: "/v1/events", status: 200)
+        let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
+        // Subscribe before reading the current state: a change in between is sent twice, never lost.
+        stream = api.events.subscribe(.init(
+            eventLoop: context.eventLoop, gate: api.loopGate, wants: wants,
+            send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
+            finish: { bound.value.handler.finishStream(bound.value.context) }))
+        for entry in entries {
+            if let cached = entry.provider.cachedToken() {
+                let event = EventBroadcaster.TokenEvent(cached.token, origin: .fetched, provider: entry.name)
+                sendFrame(ByteBuffer(string: EventBroadcaster.frame("token", event)), context)
+            }
+            entry.provider.status { [gate = api.loopGate, name = entry.name] status in
+                let frame = ByteBuffer(string: EventBroadcaster.frame("lifecycle", LifecycleBody(status.lifecycle, provider: name)))
+                gate.execute(on: bound.eventLoop) { bound.value.handler.sendFrame(frame, bound.value.context) }
+            }
+        }
+    }
+
+    func sendFrame(_ frame: ByteBuffer, _ context: ChannelHandlerContext) {
+        guard stream != nil, context.channel.isActive else { return }
+        context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(frame))), promise: nil)
+    }
+
+    func finishStream(_ context: ChannelHandlerContext) {
+        guard let id = stream else { return }
+        stream = nil
+        api.events.unsubscribe(id)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
+    }
+}

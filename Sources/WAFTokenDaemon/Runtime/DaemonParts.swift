@@ -1,0 +1,20 @@
+import Logging
+import WAFProviderRegistry
+import WAFSocketAPI
+import WAFTokenStorage
+
+/// The daemon's long-lived parts, made once at start (`DaemonRuntime.start`) and handed to what
+/// starts, reloads and stops providers: one value instead of a dozen parameters each.
+struct DaemonParts: Sendable {
+    let fetcher: ReloadableTokenFetcher
+    let persistence: TokenPersistence
+    let metrics: DaemonMetrics
+    let broadcaster: EventBroadcaster
+    let generation: SnapshotGeneration
+    let providers: ProviderSet
+    let proxies: ProxyControllers
+    let status: StatusReporter
+    let api: APIContext
+    let notifier: any ServiceNotifier
+    let logger: Logger
+}

@@ -1,0 +1,83 @@
+import Logging
+import WAFDaemonConfiguration
+import WAFDaemonTransport
+import WAFProviderRegistry
+import WAFTokenCore
+
+/// Runs the proxy a provider's configuration asks for: starts it, applies a reload (new settings
+/// in place, a new listener when its address changes, off when `proxy.listen` goes), stops it.
+package actor ProxyController {
+    private let provider: WAFTokenProvider
+    private let name: String
+    private let metrics: any ProxyMetrics
+    private let board: ProxyBoard
+    private let logger: Logger
+    private var server: ProxyServer?
+    package static let grace = Duration.seconds(5)
+
+    package init(provider: WAFTokenProvider, name: String, metrics: any ProxyMetrics, board: ProxyBoard, logger: Logger) {
+        self.provider = provider
+        self.name = name
+        self.metrics = metrics
+        self.board = board
+        self.logger = logger
+    }
+
+    /// Makes the running proxy what `settings` say (nil: none). On failure the proxy stays as it was.
+    package func apply(_ settings: ProxySettings?, connection: ConnectionSettings) async throws(ProxyFailure) {
+        switch (server, settings) {
+        case (nil, nil):
+            return
+        case (let running?, nil):
+            await running.stop(grace: Self.grace)
+            server = nil
+            board.off()
+            logger.notice("proxy stopped (proxy.listen is no longer set)")
+        case (let running?, let settings?) where running.settings.sameListener(as: settings):
+            try running.context.update(settings, connection: connection)
+            if running.context.route.settings.upstream != settings.upstream { running.context.pools.closeIdle() }
+            board.serving(settings, at: running.address)
+        case (let running, let settings?):
+            let replacement = try ProxyServer(
+                provider: provider, name: name, settings: settings, connection: connection, metrics: metrics, board: board, logger: logger)
+            // The same address must be let go before it can be bound again; another is bound first,
+            // so that a failure leaves the old one serving.
+            if let running, running.settings.listen == settings.listen {
+                await running.stop(grace: Self.grace)
+                server = nil
+                board.off()
+            }
+            try await replacement.start()
+            if let running = server { await running.stop(grace: Self.grace) }
+            server = replacement
+            board.serving(settings, at: replacement.address)
+            logger.info(
+                "proxy serving", metadata: ["proxy.listen": "\(replacement.address)", "proxy.upstream": "\(settings.upstream.url)", "proxy.tokenIn": "\(settings.tokenIn.rawValue)"])
+        }
+    }
+
+    /// Where the proxy listens, as bound; nil when it is off.
+    package var address: String? { server?.address }
+
+    package func stop() async {
+        await server?.stop(grace: Self.grace)
+        server = nil
+    }
+}
+
+extension ConnectionSettings {
+    /// The proxy's: its own lists (the socket's when unset) and the socket's timeouts.
+    package init(proxy settings: ProxySettings, _ configuration: DaemonConfiguration, logger: Logger) {
+        self.init(
+            policy: AccessPolicy(allowedUsers: settings.allowedUsers, allowedGroups: settings.allowedGroups, keyPrefix: "proxy", logger: logger),
+            idleTimeout: .seconds(Int64(configuration[Keys.socketIdleTimeoutSec])),
+            requestTimeout: .seconds(Int64(configuration[Keys.socketRequestTimeoutSec])))
+    }
+}
+
+extension ProxyBoard {
+    /// The proxy serves `settings` at `address` (as bound: a port 0 resolved).
+    package func serving(_ settings: ProxySettings, at address: String) {
+        serving(listen: address, upstream: settings.upstream.url, tokenIn: settings.tokenIn.rawValue)
+    }
+}

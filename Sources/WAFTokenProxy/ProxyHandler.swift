@@ -1,0 +1,262 @@
+import NIOCore
+import NIOHTTP1
+import WAFDaemonTransport
+import WAFHTTPWire
+import WAFTokenCore
+
+/// One client connection of the proxy, on raw bytes: each request head is checked strictly
+/// (`HTTPHeadParser`, `HTTPFraming`: nothing a server could read differently gets through), sent
+/// to the configured upstream as it came with the token added (`ProxyRules` decide what goes and
+/// what a challenge leads to), and its answer relayed as it arrives. No HTTP codec decodes and
+/// re-encodes it on either side: that was most of the proxy's time (README, "The proxy in detail").
+/// Reads on each side follow the other side's writability, so a slow client or upstream makes the
+/// proxy wait, not buffer.
+final class ProxyHandler: ChannelDuplexHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    let proxy: ProxyContext
+    private let connection: ConnectionState
+    var context: ChannelHandlerContext?
+    var exchange: ProxyExchange?
+    /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
+    let stall = MovingTimeout()
+    private var clientReadPending = false
+    /// Set by an error answered before the request's body was read: the connection cannot go on.
+    var closeAfterAnswer = false
+    /// Nothing more is read from this connection (an error was answered, or it is closing).
+    var closing = false
+    /// Bytes from the client not yet taken: a head arriving, body, or the next requests.
+    var received: ByteBuffer?
+    /// How far the head arriving has been looked through.
+    private var headScanned = 0
+    private var processing = false
+
+    init(proxy: ProxyContext, connection: ConnectionState) {
+        self.proxy = proxy
+        self.connection = connection
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: The client's requests
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !closing else { return }
+        var bytes = unwrapInboundIn(data)
+        if var held = received, held.readableBytes > 0 {
+            received = nil
+            held.writeBuffer(&bytes)
+            received = held
+        } else {
+            received = bytes
+        }
+        process()
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        exchange?.upstream?.handler.flush()
+        context.fireChannelReadComplete()
+    }
+
+    /// Takes what arrived: the next request's head, the body of the one in progress; requests
+    /// that follow one not yet answered wait for its answer.
+    func process() {
+        // Re-entered when an answer finishes while a request is being taken: the loop goes on.
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
+        while !closing, var bytes = received, bytes.readableBytes > 0 {
+            received = nil
+            defer { if !closing, bytes.readableBytes > 0 { received = bytes } }
+            if exchange == nil {
+                guard takeHead(&bytes) else { return }
+            } else if !exchange!.requestComplete {
+                takeBody(&bytes)
+            } else {
+                return
+            }
+        }
+    }
+
+    /// False while the head is incomplete.
+    private func takeHead(_ bytes: inout ByteBuffer) -> Bool {
+        bytes.moveReaderIndex(forwardBy: bytes.withUnsafeReadableBytes(HTTPHeadParser.leadingEmptyLines))
+        guard bytes.readableBytes > 0 else { return true }
+        do {
+            let scanned = headScanned
+            guard let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in
+                try HTTPHeadParser.headEnd(raw, limit: HTTPLimits.maximumHeadBytes, from: scanned)
+            }) else {
+                headScanned = bytes.readableBytes
+                return false
+            }
+            headScanned = 0
+            let head = try HTTPHeadParser.request(bytes.readSlice(length: end)!)
+            begin(head, try HTTPFraming.request(head))
+        } catch {
+            refuse(error)
+        }
+        return true
+    }
+
+    private func begin(_ head: HTTPHead, _ framing: HTTPFraming) {
+        guard let context else { return }
+        context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
+        guard connection.allowed else {
+            return refuse(.forbidden, "forbidden", "this user may not use the proxy (proxy.allowedUsers, proxy.allowedGroups)")
+        }
+        if head.first.count == 7, head.equals(head.first, lowercase: "connect") {
+            return refuse(.methodNotAllowed, "methodNotAllowed", "the proxy forwards to its one upstream; CONNECT is not supported")
+        }
+        let route = proxy.route
+        let plan = ProxyRules.bodyPlan(framing, replayBufferBytes: route.settings.replayBufferBytes)
+        exchange = ProxyExchange(route: route, head: head, framing: framing, plan: plan, allocator: context.channel.allocator)
+        // A request the upstream will see as asking for an upgrade it cannot get: answered, then closed.
+        if head.contains("upgrade") { closeAfterAnswer = true }
+        // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
+        if framing != .none, head.lists("expect", "100-continue") {
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
+        }
+        if plan == .stream || framing == .none { dispatch() }
+    }
+
+    private func takeBody(_ bytes: inout ByteBuffer) {
+        switch exchange!.requestFraming {
+        case .length:
+            let piece = bytes.readSlice(length: min(exchange!.bodyLeft, bytes.readableBytes))!
+            exchange!.bodyLeft -= piece.readableBytes
+            bodyArrived(piece)
+            if exchange?.bodyLeft == 0 { requestEnded() }
+        case .chunked:
+            var scanner = exchange!.chunks
+            let start = bytes.readerIndex
+            var pieces: [ByteBuffer] = []
+            do {
+                let used = try bytes.withUnsafeReadableBytes { raw throws(HTTPHeadParser.Failure) in
+                    try scanner.scan(raw) { pieces.append(bytes.getSlice(at: start + $0.lowerBound, length: $0.count)!) }
+                }
+                bytes.moveReaderIndex(forwardBy: used)
+            } catch {
+                bytes.clear()
+                return exchange!.upstreamHeadSent ? closeClient() : refuse(error)
+            }
+            exchange!.chunks = scanner
+            for piece in pieces where exchange != nil { bodyArrived(piece) }
+            if scanner.isDone, exchange != nil { requestEnded() }
+        case .none, .untilClose:
+            requestEnded()
+        }
+    }
+
+    private func bodyArrived(_ piece: ByteBuffer) {
+        guard let exchange else { return }
+        if exchange.streaming, let upstream = exchange.upstream, exchange.upstreamHeadSent {
+            send(piece, to: upstream, framing: exchange.framing)
+            return
+        }
+        var piece = piece
+        exchange.body.writeBuffer(&piece)
+        let overflow = !exchange.streaming && exchange.body.readableBytes > exchange.route.settings.replayBufferBytes
+        if overflow { exchange.streaming = true }
+        if overflow { dispatch() }
+    }
+
+    private func requestEnded() {
+        guard exchange != nil else { return }
+        exchange!.requestComplete = true
+        if !exchange!.streaming {
+            dispatch()
+        } else if let upstream = exchange!.upstream, exchange!.upstreamHeadSent {
+            if exchange!.framing == .chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
+            upstream.handler.flush()
+            exchange!.upstreamRequestComplete = true
+        }
+    }
+
+    /// Body bytes to the upstream as its request is framed: as they are, or as a chunk.
+    func send(_ piece: ByteBuffer, to upstream: UpstreamConnection, framing: ProxyRules.Framing) {
+        guard framing == .chunked else { return upstream.handler.send(piece) }
+        var chunk = upstream.channel.allocator.buffer(capacity: piece.readableBytes + 24)
+        chunk.writeString(String(piece.readableBytes, radix: 16))
+        chunk.writeStaticString("\r\n")
+        chunk.writeImmutableBuffer(piece)
+        chunk.writeStaticString("\r\n")
+        upstream.handler.send(chunk)
+    }
+
+    /// An error answered in place of a request whose bytes cannot be trusted to end where they
+    /// seem to: the connection closes after it.
+    private func refuse(_ failure: any Error) {
+        let refusal: HTTPRefusal =
+            switch failure as? HTTPHeadParser.Failure {
+            case .tooLarge: .headTooLarge
+            case .unsupportedVersion: .unsupportedVersion
+            case .malformed(let why): .malformed(why)
+            case nil: .malformed("\(failure)")
+            }
+        refuse(refusal.reply)
+    }
+
+    private func refuse(_ status: HTTPResponseStatus, _ code: String, _ message: String) {
+        refuse(.error(status, code, message))
+    }
+
+    private func refuse(_ reply: HTTPReply) {
+        closeAfterAnswer = true
+        closing = true
+        received = nil
+        answerError(reply)
+    }
+
+    // MARK: Backpressure
+
+    /// Reads from the client wait while a streamed body has nowhere to go, and while requests
+    /// sent ahead of their turn pile up.
+    private var wantsClientReads: Bool {
+        guard let exchange else { return true }
+        if exchange.requestComplete { return (received?.readableBytes ?? 0) <= HTTPLimits.maximumHeadBytes }
+        guard exchange.streaming else { return true }
+        guard let upstream = exchange.upstream, exchange.upstreamHeadSent else { return false }
+        return upstream.channel.isWritable
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if wantsClientReads {
+            context.read()
+        } else {
+            clientReadPending = true
+        }
+    }
+
+    func resumeClientReads() {
+        guard clientReadPending, wantsClientReads, let context else { return }
+        clientReadPending = false
+        context.read()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { exchange?.upstream?.handler.resumeReads() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // The client left: an upstream connection in the middle of its answer cannot be reused.
+        closing = true
+        received = nil
+        stall.cancel()
+        if let exchange {
+            exchange.upstream?.handler.delegate = nil
+            exchange.upstream?.channel.close(promise: nil)
+            self.exchange = nil
+        }
+        context.fireChannelInactive()
+    }
+}

@@ -1,0 +1,212 @@
+import NIOCore
+import WAFDaemonConfiguration
+import WAFHTTPWire
+import WAFTokenCore
+
+/// The proxy's decisions, without I/O: what goes upstream, what comes back, and what a challenge
+/// leads to. `ProxyHandler` performs them.
+enum ProxyRules {
+    static let via = "1.1 waf-tokend"
+
+    // MARK: Requests
+
+    /// How a request's body travels.
+    enum BodyPlan: Equatable {
+        /// No body: replayable.
+        case none
+        /// Kept until complete (known to fit, or of unknown length and maybe fitting): replayable
+        /// if it ends within the replay buffer.
+        case buffer
+        /// Larger than the replay buffer by its Content-Length: streamed at once, never replayed.
+        case stream
+    }
+
+    static func bodyPlan(_ framing: HTTPFraming, replayBufferBytes: Int) -> BodyPlan {
+        switch framing {
+        case .none: .none
+        case .length(let length): length <= replayBufferBytes ? .buffer : .stream
+        case .chunked, .untilClose: .buffer
+        }
+    }
+
+    /// How the upstream request's body is framed.
+    enum Framing: Equatable {
+        /// No body and no length: as the client sent it.
+        case none
+        case length(Int)
+        case chunked
+    }
+
+    /// Writes the upstream request for the client's `head`: the configured upstream's path and
+    /// `Host`, the client's end-to-end header lines as they came, the token where `tokenIn` puts
+    /// it, the body's framing, `Via`.
+    static func writeUpstreamHead(
+        _ head: HTTPHead, upstream: UpstreamTarget, token: String?, placement: ProxySettings.TokenPlacement,
+        cookieApplies: (String) -> Bool, framing: Framing, into buffer: inout ByteBuffer
+    ) {
+        let target = upstream.target(for: head.target)
+        let tokenCookie = token != nil && placement == .cookie && cookieApplies(target)
+        let tokenHeader = token != nil && placement == .header
+        buffer.writeString(head.method)
+        buffer.writeStaticString(" ")
+        buffer.writeString(target)
+        buffer.writeStaticString(" HTTP/1.1\r\n")
+        let hop = HopByHop(head)
+        var cookies: [String] = []
+        for field in head.fields where !hop.drops(field) {
+            if head.equals(field.name, lowercase: "host") || head.equals(field.name, lowercase: "content-length")
+                || head.equals(field.name, lowercase: "expect")
+            {
+                continue
+            }
+            if tokenCookie, head.equals(field.name, lowercase: "cookie") {
+                cookies.append(head.string(field.value))
+                continue
+            }
+            if tokenHeader, head.equals(field.name, lowercase: "x-aws-waf-token") { continue }
+            writeLine(head, field, into: &buffer)
+        }
+        buffer.writeStaticString("Host: ")
+        buffer.writeString(upstream.authority)
+        buffer.writeStaticString("\r\n")
+        if let token, tokenCookie {
+            buffer.writeStaticString("Cookie: ")
+            buffer.writeString(mergedCookies(cookies, token: token))
+            buffer.writeStaticString("\r\n")
+        }
+        if let token, tokenHeader {
+            buffer.writeStaticString("x-aws-waf-token: ")
+            buffer.writeString(token)
+            buffer.writeStaticString("\r\n")
+        }
+        switch framing {
+        case .none: if head.values("content-length") == ["0"] { buffer.writeStaticString("Content-Length: 0\r\n") }
+        case .length(let count): buffer.writeString("Content-Length: \(count)\r\n")
+        case .chunked: buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
+        }
+        buffer.writeStaticString("Via: 1.1 waf-tokend\r\n\r\n")
+    }
+
+    /// The client's cookies with `aws-waf-token` replaced by `token` (the client's others kept).
+    static func mergedCookies(_ headerValues: [String], token: String) -> String {
+        let pairs = headerValues.flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace }.filter { pair in
+            !pair.isEmpty && pair.prefix { $0 != "=" } != WAFCookie.name
+        }
+        return (pairs + ["\(WAFCookie.name)=\(token)"]).joined(separator: "; ")
+    }
+
+    // MARK: Answers
+
+    /// AWS WAF's answer to a request without an acceptable token.
+    static func isChallenge(_ head: HTTPHead) -> Bool {
+        head.status == 202 && head.lists("x-amzn-waf-action", "challenge")
+    }
+
+    /// How the answer's body reaches the client.
+    enum ClientFraming: Equatable {
+        /// As the upstream framed it: a length, chunks, or nothing.
+        case asUpstream
+        /// Chunks the client (HTTP/1.0) cannot read: their data, then the connection closes.
+        case decodedUntilClose
+        /// To the connection's end, as the upstream sent it.
+        case untilClose
+    }
+
+    static func clientFraming(_ framing: HTTPFraming, clientMinorVersion: Int) -> ClientFraming {
+        switch framing {
+        case .none, .length: .asUpstream
+        case .chunked: clientMinorVersion == 1 ? .asUpstream : .decodedUntilClose
+        case .untilClose: .untilClose
+        }
+    }
+
+    /// Writes the upstream's answer head as the client gets it: hop-by-hop headers dropped, the
+    /// framing the client reads, `Via`, and `Connection: close` when the connection ends with it.
+    static func writeClientHead(
+        _ head: HTTPHead, framing: HTTPFraming, clientFraming: ClientFraming, keepAlive: Bool, into buffer: inout ByteBuffer
+    ) {
+        buffer.writeStaticString("HTTP/1.1 ")
+        head.bytes.withUnsafeReadableBytes { raw in
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.second]))
+            buffer.writeStaticString(" ")
+            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.third]))
+        }
+        buffer.writeStaticString("\r\n")
+        let hop = HopByHop(head)
+        for field in head.fields where !hop.drops(field) {
+            if clientFraming != .asUpstream, head.equals(field.name, lowercase: "content-length") { continue }
+            writeLine(head, field, into: &buffer)
+        }
+        if framing == .chunked, clientFraming == .asUpstream { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
+        buffer.writeStaticString("Via: 1.1 waf-tokend\r\n")
+        if !keepAlive || clientFraming != .asUpstream { buffer.writeStaticString("Connection: close\r\n") }
+        buffer.writeStaticString("\r\n")
+    }
+
+    private static func writeLine(_ head: HTTPHead, _ field: HTTPHead.Field, into buffer: inout ByteBuffer) {
+        _ = head.bytes.withUnsafeReadableBytes { raw in buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.line])) }
+        buffer.writeStaticString("\r\n")
+    }
+
+    /// What a challenge leads to.
+    enum ChallengeAnswer: Equatable {
+        /// The answer goes to the client as it is.
+        case passOn
+        /// The request goes once more, with this token.
+        case replay(token: String)
+        /// A new token first (joining a refresh in flight, RET-8), then a replay.
+        case refresh
+    }
+
+    static func afterChallenge(replayable: Bool, replayed: Bool, sentToken: String?, currentToken: String?) -> ChallengeAnswer {
+        guard replayable, !replayed else { return .passOn }
+        // A token newer than the one sent answers the challenge without a fetch.
+        if let currentToken, currentToken != sentToken { return .replay(token: currentToken) }
+        return .refresh
+    }
+
+    /// After the refresh a challenge asked for: a replay with a token that differs from the refused
+    /// one, or the challenge passed on.
+    static func afterRefresh(_ token: String?, sentToken: String?) -> ChallengeAnswer {
+        guard let token, token != sentToken else { return .passOn }
+        return .replay(token: token)
+    }
+
+    // MARK: Headers
+
+    /// RFC 9110 §7.6.1: these, and every header the Connection header names, are for one hop only.
+    static let hopByHop: [StaticString] = [
+        "connection", "keep-alive", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade", "proxy-authenticate",
+        "proxy-authorization",
+    ]
+
+    /// Which of a head's fields stay behind.
+    struct HopByHop {
+        private let head: HTTPHead
+        /// What the Connection header names, lower case (rarely anything).
+        private let named: Set<String>
+
+        init(_ head: HTTPHead) {
+            self.head = head
+            var named = Set<String>()
+            head.forEachElement("connection") { element in
+                if !head.equals(element, lowercase: "close"), !head.equals(element, lowercase: "keep-alive") {
+                    named.insert(head.string(element).lowercased())
+                }
+                return true
+            }
+            self.named = named
+        }
+
+        func drops(_ field: HTTPHead.Field) -> Bool {
+            let name = field.name
+            // Compared in place, without making a string of the name.
+            for hop in ProxyRules.hopByHop where head.equals(name, lowercase: hop) { return true }
+            return !named.isEmpty && named.contains(head.string(name).lowercased())
+        }
+    }
+}
+
+extension Substring {
+    var trimmingWhitespace: String { String(self).trimmingWhitespace }
+}

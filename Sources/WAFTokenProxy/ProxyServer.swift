@@ -1,0 +1,62 @@
+import Logging
+import NIOCore
+import WAFDaemonConfiguration
+import WAFDaemonTransport
+import WAFProviderRegistry
+import WAFTokenCore
+
+/// The token-injecting proxy on one listening address: each connection gets the socket API's
+/// backpressure and guard (peer check, timeouts), then a `ProxyHandler`, which reads and relays
+/// HTTP itself.
+final class ProxyServer: Sendable {
+    let context: ProxyContext
+    let settings: ProxySettings
+    private let listener: Listener
+
+    init(
+        provider: WAFTokenProvider, name: String, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics,
+        board: ProxyBoard, logger: Logger
+    ) throws(ProxyFailure) {
+        let gate = LoopGate()
+        listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
+        self.settings = settings
+        context = try ProxyContext(
+            provider: provider, name: name, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
+            board: board, logger: logger)
+    }
+
+    func start() async throws(ProxyFailure) {
+        let address: Listener.Address, peer: PeerCredentialsSource
+        switch settings.listen {
+        case .unix(let path): (address, peer) = (.unix(path: path, mode: settings.mode), .socket)
+        case .loopback(let host, let port): (address, peer) = (.tcp(host: host, port: port), LoopbackPeer.source)
+        }
+        do {
+            try await listener.start(address) { [context] channel in try Self.configure(channel, proxy: context, peer: peer) }
+        } catch {
+            throw .listener(error)
+        }
+    }
+
+    /// Where it listens as bound (a loopback port 0 becomes the port the system chose).
+    var address: String {
+        guard case .loopback(let host, _) = settings.listen, let port = listener.localAddress?.port else { return settings.listen.description }
+        return ListenAddress.loopback(host: host, port: port).description
+    }
+
+    func stop(grace: Duration) async {
+        context.shuttingDown.store(true, ordering: .relaxed)
+        // Idle upstream connections go now, while their loops run; those that requests in flight
+        // give back later close with the loops.
+        context.pools.closeIdle()
+        await listener.stop(grace: grace)
+    }
+
+    static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {
+        let pipeline = channel.pipeline.syncOperations
+        try pipeline.addHandler(BackPressureHandler())
+        let connection = ConnectionState()
+        try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
+        try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))
+    }
+}

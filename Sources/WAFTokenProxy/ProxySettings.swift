@@ -1,0 +1,52 @@
+import Logging
+import NIOCore
+import WAFDaemonConfiguration
+import WAFTokenCore
+
+/// A provider's proxy keys, checked together: nil when its `proxy.listen` is unset (no proxy).
+package struct ProxySettings: Sendable, Equatable {
+    package enum TokenPlacement: String, Sendable {
+        case cookie, header
+    }
+
+    package var listen: ListenAddress
+    package var mode: UInt16
+    package var upstream: UpstreamTarget
+    package var tokenIn: TokenPlacement
+    package var replayBufferBytes: Int
+    package var tokenWait: TimeAmount
+    package var upstreamTimeout: TimeAmount
+    package var allowedUsers: [String]
+    package var allowedGroups: [String]
+    package var threads: Int
+    /// `tokenService.caFile`: an https upstream is checked against the same trust as the token service.
+    package var caFile: String?
+
+    /// The first provider's proxy (a single-provider configuration's).
+    package init?(_ daemon: DaemonConfiguration) {
+        self.init(daemon.providers[0], daemon)
+    }
+
+    package init?(_ provider: ProviderConfiguration, _ daemon: DaemonConfiguration) {
+        guard let listen = provider[Keys.proxyListen], let text = provider[Keys.proxyUpstream],
+            case .success(let upstream) = UpstreamTarget.parse(text, domainName: provider.domainName)
+        else { return nil }
+        self.listen = listen
+        self.upstream = upstream
+        mode = provider[Keys.proxyMode] ?? daemon[Keys.socketMode]
+        tokenIn = TokenPlacement(rawValue: provider[Keys.proxyTokenIn]) ?? .cookie
+        replayBufferBytes = provider[Keys.proxyReplayBufferBytes]
+        tokenWait = .seconds(Int64(provider[Keys.proxyTokenWaitSec]))
+        upstreamTimeout = .seconds(Int64(provider[Keys.proxyUpstreamTimeoutSec]))
+        // Its own lists; else the provider's; else the socket's.
+        allowedUsers = provider[Keys.proxyAllowedUsers] ?? provider[Keys.providerAllowedUsers] ?? daemon[Keys.socketAllowedUsers]
+        allowedGroups = provider[Keys.proxyAllowedGroups] ?? provider[Keys.providerAllowedGroups] ?? daemon[Keys.socketAllowedGroups]
+        threads = provider[Keys.proxyThreads]
+        caFile = daemon[Keys.tokenServiceCAFile]
+    }
+
+    /// The settings a reload can apply to a running listener; the rest needs a new one.
+    package func sameListener(as other: ProxySettings) -> Bool {
+        listen == other.listen && mode == other.mode && threads == other.threads
+    }
+}

@@ -1,0 +1,74 @@
+import Dispatch
+import Logging
+import NIOConcurrencyHelpers
+import ServiceLifecycle
+import WAFTokenCore
+
+/// The files other programs read tokens from (each provider's token file, the cookie jars) and
+/// each provider's state file, kept to what the providers' latest records say, on one serial
+/// queue: a slower write of an older token never overwrites a newer one. A provider's records are
+/// taken for the identity it is told only, and a change of identity (or the provider's removal)
+/// clears its files at once (STATE-3, STATE-4, MULTI-4).
+///
+/// A write that fails (a full disk, a read-only file system, permissions) is logged with the path
+/// and the reason and tried again with back-off (1 s, doubling, at most every 30 s) until it
+/// succeeds or a newer token supersedes it (STATE-5); the daemon serves from memory meanwhile.
+/// The retry is scheduled only while a write is pending.
+package final class TokenPersistence: Service, Sendable {
+    package static let firstRetry = Duration.seconds(1)
+    package static let longestRetry = Duration.seconds(30)
+
+    private let queue = DispatchQueue(label: "waf-tokend.persistence")
+    /// What is known and wanted of every file. Used on `queue` only, so its lock is never waited
+    /// for: it is there so that the compiler, not a comment, keeps the state to one thread at a time.
+    private let ledger: NIOLockedValueBox<StorageLedger>
+
+    package init(layout: StorageLayout, logger: Logger) {
+        var ledger = StorageLedger(layout: layout, logger: logger)
+        ledger.removeStaleTemporaries(in: layout.paths)
+        self.ledger = NIOLockedValueBox(ledger)
+    }
+
+    /// Where to write from now on, and for whom. A provider whose identity changed, or that is
+    /// gone, has its files cleared; files no provider writes any more are removed (RELOAD-4).
+    package func configure(_ new: StorageLayout) {
+        queue.async { [self] in retry(after: ledger.withLockedValue { $0.configure(new) }) }
+    }
+
+    /// Stores `record` of provider `name` (each provider calls this, in order, from its state context).
+    package func persist(_ record: WAFTokenRecord, of name: String) {
+        queue.async { [self] in
+            // Records arriving together are written together: the cookie jar once.
+            if ledger.withLockedValue({ $0.take(record, of: name) }) {
+                queue.async { [self] in retry(after: ledger.withLockedValue { $0.writeDirty() }) }
+            }
+        }
+    }
+
+    /// Waits until every write submitted so far is done (failed ones are not waited for).
+    package func flush() {
+        queue.sync { retry(after: ledger.withLockedValue { $0.writeDirty() }) }
+    }
+
+    package func run() async throws {
+        try? await gracefulShutdown()
+        flush()
+        queue.sync { ledger.withLockedValue { $0.stop() } }
+    }
+
+    /// Tries the failing writes again after `delay` (nil: nothing to retry, or a retry is pending).
+    private func retry(after delay: (Duration, generation: Int)?) {
+        guard let (delay, generation) = delay else { return }
+        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+        queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in
+            guard let self else { return }
+            retry(after: ledger.withLockedValue { $0.retryDue(generation) })
+        }
+    }
+}
+
+extension TokenPersistence: CustomStringConvertible {
+    /// ServiceLifecycle names each service `"\(service)"`; without this, reflection over its
+    /// properties (README, "Start-up in detail").
+    package var description: String { "TokenPersistence" }
+}

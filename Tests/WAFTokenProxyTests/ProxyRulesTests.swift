@@ -1,0 +1,155 @@
+import NIOCore
+import Testing
+
+import WAFTokenCore
+
+@testable import WAFDaemonConfiguration
+@testable import WAFHTTPWire
+@testable import WAFTokenProxy
+import WAFTestTraits
+
+/// The proxy's decisions, without I/O.
+@Suite("Proxy rules", .offPool)
+struct ProxyRulesTests {
+    static let upstream = try! UpstreamTarget.parse("https://api.example.com/base/", domainName: "example.com").get()
+
+    static func head(_ uri: String, _ headers: [(String, String)] = [], method: String = "GET") -> HTTPHead {
+        try! HTTPHeadParser.request(ByteBuffer(string: "\(method) \(uri) HTTP/1.1\r\n" + headers.map { "\($0): \($1)\r\n" }.joined() + "\r\n"))
+    }
+
+    /// A head's fields by name, any case, as a test reads them.
+    struct Fields {
+        let head: HTTPHead
+        var names: [String] { head.fields.map { head.string($0.name).lowercased() } }
+        subscript(_ name: String) -> [String] {
+            head.fields.filter { head.string($0.name).lowercased() == name.lowercased() }.map { head.string($0.value) }
+        }
+    }
+
+    /// What goes upstream for `head`, parsed back.
+    static func forward(
+        _ head: HTTPHead, token: String? = "T2", placement: ProxySettings.TokenPlacement = .cookie, cookiePath: String = "/",
+        framing: ProxyRules.Framing = .none
+    ) -> (target: String, headers: Fields) {
+        var bytes = ByteBuffer()
+        ProxyRules.writeUpstreamHead(
+            head, upstream: upstream, token: token, placement: placement,
+            cookieApplies: { path in WAFCookie.pathMatches(requestPath: path, cookiePath: cookiePath) }, framing: framing, into: &bytes)
+        let sent = try! HTTPHeadParser.request(bytes)
+        return (sent.target, Fields(head: sent))
+    }
+
+    static func answer(_ status: String, _ headers: [(String, String)]) -> HTTPHead {
+        try! HTTPHeadParser.response(ByteBuffer(string: "HTTP/1.1 \(status)\r\n" + headers.map { "\($0): \($1)\r\n" }.joined() + "\r\n"))
+    }
+
+    @Test("paths go below the upstream's path; an absolute-form target or a Host header never picks the host")
+    func targets() {
+        #expect(Self.upstream.target(for: "/x?q=1") == "/base/x?q=1")
+        #expect(Self.upstream.target(for: "/") == "/base/")
+        #expect(Self.upstream.target(for: "http://evil.example:8080/steal?a=b") == "/base/steal?a=b")
+        #expect(Self.upstream.target(for: "http://evil.example") == "/base/")
+        #expect(Self.upstream.target(for: "*") == "/base/*")
+        let sent = Self.forward(Self.head("http://evil.example/x", [("Host", "evil.example")]))
+        #expect(sent.headers["Host"] == ["api.example.com"])
+        #expect(sent.target == "/base/x")
+    }
+
+    @Test("the token replaces a client's aws-waf-token cookie; the client's other cookies stay")
+    func cookieMerge() {
+        let sent = Self.forward(Self.head("/x", [("Cookie", "a=1; aws-waf-token=OLD; b=2")]))
+        #expect(sent.headers["cookie"] == ["a=1; b=2; aws-waf-token=T2"])
+        let none = Self.forward(Self.head("/x"))
+        #expect(none.headers["cookie"] == ["aws-waf-token=T2"])
+        // COOK-1: outside tokenCookiePath no cookie is added, and the client's stays as it was.
+        let outside = Self.forward(Self.head("/x", [("Cookie", "aws-waf-token=MINE")]), cookiePath: "/api")
+        #expect(outside.headers["cookie"] == ["aws-waf-token=MINE"])
+        // No token yet: the request goes as the client sent it.
+        #expect(Self.forward(Self.head("/x", [("Cookie", "a=1")]), token: nil).headers["cookie"] == ["a=1"])
+    }
+
+    @Test("tokenIn header: x-aws-waf-token on every request, replacing the client's")
+    func headerPlacement() {
+        let sent = Self.forward(Self.head("/x", [("x-aws-waf-token", "OLD"), ("Cookie", "a=1")]), placement: .header)
+        #expect(sent.headers["x-aws-waf-token"] == ["T2"])
+        #expect(sent.headers["cookie"] == ["a=1"])
+    }
+
+    @Test("hop-by-hop headers stay behind, with every header the Connection header names (RFC 9110 §7.6.1)")
+    func hopByHop() {
+        let sent = Self.forward(
+            Self.head(
+                "/x",
+                [
+                    ("Connection", "keep-alive, X-Secret"), ("Keep-Alive", "timeout=5"), ("X-Secret", "s"), ("TE", "trailers"),
+                    ("Upgrade", "websocket"), ("Proxy-Authorization", "Basic x"), ("Transfer-Encoding", "chunked"), ("Accept", "*/*"),
+                ]), framing: .chunked)
+        let names = Set(sent.headers.names)
+        #expect(names.isDisjoint(with: ["connection", "keep-alive", "x-secret", "te", "upgrade", "proxy-authorization"]))
+        #expect(sent.headers["accept"] == ["*/*"])
+        #expect(sent.headers["transfer-encoding"] == ["chunked"])
+        #expect(sent.headers["via"] == ["1.1 waf-tokend"])
+        var bytes = ByteBuffer()
+        let upstreamAnswer = Self.answer("200 OK", [("Connection", "close, X-Hop"), ("X-Hop", "1"), ("Content-Length", "3")])
+        ProxyRules.writeClientHead(upstreamAnswer, framing: .length(3), clientFraming: .asUpstream, keepAlive: true, into: &bytes)
+        let answer = Fields(head: try! HTTPHeadParser.response(bytes))
+        #expect(answer["x-hop"].isEmpty)
+        #expect(answer["connection"].isEmpty)
+        #expect(answer["content-length"] == ["3"])
+        #expect(answer["via"] == ["1.1 waf-tokend"])
+    }
+
+    @Test("a kept body goes with its length; a streamed one as the client framed it")
+    func framing() {
+        #expect(Self.forward(Self.head("/x", [("Content-Length", "999")], method: "POST"), framing: .length(5)).headers["content-length"] == ["5"])
+        #expect(Self.forward(Self.head("/x", [("Content-Length", "0")], method: "POST")).headers["content-length"] == ["0"])
+        #expect(ProxyRules.bodyPlan(.none, replayBufferBytes: 10) == .none)
+        #expect(ProxyRules.bodyPlan(.length(10), replayBufferBytes: 10) == .buffer)
+        #expect(ProxyRules.bodyPlan(.length(11), replayBufferBytes: 10) == .stream)
+        #expect(ProxyRules.bodyPlan(.chunked, replayBufferBytes: 10) == .buffer)
+    }
+
+    @Test("a challenge is a 202 with x-amzn-waf-action: challenge, nothing else")
+    func challenge() {
+        #expect(ProxyRules.isChallenge(Self.answer("202 Accepted", [("x-amzn-waf-action", "challenge")])))
+        #expect(ProxyRules.isChallenge(Self.answer("202 Accepted", [("X-Amzn-Waf-Action", " Challenge ")])))
+        #expect(!ProxyRules.isChallenge(Self.answer("202 Accepted", [])))
+        #expect(!ProxyRules.isChallenge(Self.answer("200 OK", [("x-amzn-waf-action", "challenge")])))
+        #expect(!ProxyRules.isChallenge(Self.answer("202 Accepted", [("x-amzn-waf-action", "captcha")])))
+    }
+
+    @Test("after a challenge: a newer token replays at once, the same token asks for a refresh, one replay at most")
+    func afterChallenge() {
+        #expect(ProxyRules.afterChallenge(replayable: true, replayed: false, sentToken: "T1", currentToken: "T2") == .replay(token: "T2"))
+        #expect(ProxyRules.afterChallenge(replayable: true, replayed: false, sentToken: "T1", currentToken: "T1") == .refresh)
+        #expect(ProxyRules.afterChallenge(replayable: true, replayed: false, sentToken: nil, currentToken: nil) == .refresh)
+        #expect(ProxyRules.afterChallenge(replayable: true, replayed: false, sentToken: nil, currentToken: "T1") == .replay(token: "T1"))
+        #expect(ProxyRules.afterChallenge(replayable: true, replayed: true, sentToken: "T1", currentToken: "T2") == .passOn)
+        #expect(ProxyRules.afterChallenge(replayable: false, replayed: false, sentToken: "T1", currentToken: "T2") == .passOn)
+        #expect(ProxyRules.afterRefresh("T2", sentToken: "T1") == .replay(token: "T2"))
+        #expect(ProxyRules.afterRefresh("T1", sentToken: "T1") == .passOn)
+        #expect(ProxyRules.afterRefresh(nil, sentToken: "T1") == .passOn)
+    }
+
+    @Test(
+        "the upstream must be domainName, below it, or loopback; https, or http to loopback",
+        arguments: [
+            ("https://example.com", nil), ("https://api.example.com:8443/v1", nil), ("http://127.0.0.1:8080/", nil),
+            ("http://[::1]:9000", nil), ("https://evil.com/", "names evil.com"), ("https://notexample.com/", "names notexample.com"),
+            ("http://api.example.com/", "uses http to a host that is not loopback"), ("https://u:p@example.com/", "holds user credentials"),
+            ("https://example.com/?q", "has a query or fragment"), ("ftp://example.com/", "has the scheme ftp"), ("example.com", "is not an absolute URL"),
+        ] as [(String, String?)])
+    func upstreams(url: String, problem: String?) {
+        switch UpstreamTarget.parse(url, domainName: "example.com") {
+        case .success: #expect(problem == nil, "\(url)")
+        case .failure(let refused): #expect(problem.map { refused.text.hasPrefix($0) } == true, "\(url): \(refused.text)")
+        }
+    }
+
+    @Test("the upstream's Host is its authority as written; a port only when given")
+    func authority() throws {
+        #expect(try UpstreamTarget.parse("https://example.com/", domainName: "example.com").get().authority == "example.com")
+        #expect(try UpstreamTarget.parse("http://[::1]:9000/a/", domainName: "example.com").get().authority == "[::1]:9000")
+        #expect(try UpstreamTarget.parse("http://[::1]:9000/a/", domainName: "example.com").get().basePath == "/a")
+    }
+}

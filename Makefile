@@ -4,7 +4,7 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet bench-providers size \
+.PHONY: deps build release install demo test format test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-fleet bench-providers size \
 	mutants fuzz fuzz-ci \
 	test-reliability deb image test-packages
 
@@ -55,11 +55,19 @@ demo: deps
 test: deps
 	scripts/check-rule-ids.sh
 	scripts/check-suites.sh
+	scripts/check-imports.py
+	$(SWIFT) format lint --strict --recursive $(FORMATTED)
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --product generate-manual
 	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --skip WAFReliabilityTests --skip WAFPackageTests
 	SWIFT=$(SWIFT) scripts/check-pool-watch.sh
 	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --filter WAFReliabilityTests
+
+# What swift-format (in the toolchain) keeps formatted, by .swift-format; `make test` fails on a
+# file that is not, `make format` formats them.
+FORMATTED := Sources Tests Benchmarks Fuzz/Sources Package.swift Fuzz/Package.swift
+format:
+	$(SWIFT) format format --in-place --recursive $(FORMATTED)
 
 # The suite N times over one build, and per test how many runs it failed (hunting a flake):
 # make test-repeat N=5 [FILTER=REGEX]

@@ -90,7 +90,9 @@ let package = Package(
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
         .target(
             name: "WAFChallenge",
-            dependencies: ["WAFJSON", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: [
+                "WAFJSON", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             swiftSettings: strict),
         // The provider's fetcher over HTTP, to a real or the local token service, on AsyncHTTPClient.
         .target(
@@ -104,7 +106,9 @@ let package = Package(
         // fault injection and counters.
         .target(
             name: "WAFLocalTokenService",
-            dependencies: ["WAFChallenge", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOSSL", package: "swift-nio-ssl")] + nio,
+            dependencies: [
+                "WAFChallenge", logging, .product(name: "Crypto", package: "swift-crypto"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ] + nio,
             swiftSettings: strict),
 
         // The daemon's modules, lowest first; each imports only the ones above it that it names, and
@@ -176,7 +180,10 @@ let package = Package(
         // NIO alone: a local socket needs no HTTPS client, pool or crypto (README, "Sizes").
         .target(
             name: "WAFDaemonClient",
-            dependencies: ["WAFJSON", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio")],
+            dependencies: [
+                "WAFJSON", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         .target(
             name: "WAFTokenCtl",
@@ -185,7 +192,8 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(
-            name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFLocalTokenService", "WAFEventLoopExecutor", logging], swiftSettings: strict),
+            name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFLocalTokenService", "WAFEventLoopExecutor", logging],
+            swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
         .executableTarget(
             name: "waf-token-service",
@@ -195,7 +203,9 @@ let package = Package(
         // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time.
         .executableTarget(
             name: "waf-pow-bench",
-            dependencies: ["WAFChallenge", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto")],
+            dependencies: [
+                "WAFChallenge", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
             path: "Benchmarks/waf-pow-bench", swiftSettings: strict),
         .executableTarget(
             name: "waf-fleet-sim", dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"], path: "Benchmarks/waf-fleet-sim", swiftSettings: strict),
@@ -204,11 +214,14 @@ let package = Package(
         // sockets, a daemon in front of a local token service.
         .target(
             name: "WAFTestSupport",
-            dependencies: ["WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", "WAFJSON", .product(name: "AsyncHTTPClient", package: "async-http-client")] + nio,
+            dependencies: [
+                "WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", "WAFJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ] + nio,
             swiftSettings: strict),
         // waf-tokend whose provider wedges on purpose, for the watchdog tests only; never installed.
         .executableTarget(
-            name: "waf-tokend-wedge", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFTokenCore", logging], path: "Tests/Executables/waf-tokend-wedge",
+            name: "waf-tokend-wedge", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFTokenCore", logging],
+            path: "Tests/Executables/waf-tokend-wedge",
             swiftSettings: strict),
 
         // Where tests run: off the concurrency pool, watched for a blocked pool, within a bound
@@ -218,7 +231,9 @@ let package = Package(
         // One test target per library module.
         .testTarget(
             name: "WAFTokenCoreTests",
-            dependencies: ["WAFTestTraits", "WAFTokenCore", "WAFTokenCoreTestKit", logging, .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "WAFTestTraits", "WAFTokenCore", "WAFTokenCoreTestKit", logging, .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "WAFChallengeTests",
@@ -229,14 +244,18 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenServiceHTTPTests",
-            dependencies: ["WAFTestTraits", 
+            dependencies: [
+                "WAFTestTraits",
                 "WAFTokenServiceHTTP", "WAFTokenCore", "WAFChallenge", "WAFLocalTokenService", "WAFTestSupport", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
             ] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFLocalTokenServiceTests",
-            dependencies: ["WAFTestTraits", "WAFLocalTokenService", "WAFChallenge", "WAFJSON", "WAFTestSupport", .product(name: "Crypto", package: "swift-crypto")] + nio,
+            dependencies: [
+                "WAFTestTraits", "WAFLocalTokenService", "WAFChallenge", "WAFJSON", "WAFTestSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
@@ -265,7 +284,8 @@ let package = Package(
         // The daemon end to end: the real waf-tokend and local token services as child processes.
         .testTarget(
             name: "WAFTokenDaemonTests",
-            dependencies: ["WAFTestTraits",
+            dependencies: [
+                "WAFTestTraits",
                 "WAFTokenDaemon", "WAFTokenCore", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "WAFDaemonClient", "WAFTestSupport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
@@ -273,7 +293,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFSystemdTests",
-            dependencies: ["WAFTestTraits", "WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFJSON", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge", "waf-tokenctl", "waf-token-service"],
+            dependencies: [
+                "WAFTestTraits", "WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFJSON", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge",
+                "waf-tokenctl", "waf-token-service",
+            ],
             swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonClientTests",
@@ -282,20 +305,24 @@ let package = Package(
         // Faults, kills, signal storms, floods and a soak against the real daemon; bounded here,
         // full with WAF_RELIABILITY=full (make test-reliability).
         .testTarget(
-            name: "WAFReliabilityTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
+            name: "WAFReliabilityTests",
+            dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "waf-tokend", "waf-token-service"],
             swiftSettings: strict),
         // The Debian package in a booted systemd, the container image, the Kubernetes manifests: after
         // make deb and make image (make test-packages).
         .testTarget(
-            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFDaemonConfiguration", "waf-token-service"], swiftSettings: strict),
+            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFDaemonConfiguration", "waf-token-service"],
+            swiftSettings: strict),
         .testTarget(
-            name: "WAFTokenCtlTests", dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
+            name: "WAFTokenCtlTests",
+            dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
         .testTarget(name: "WAFJSONTests", dependencies: ["WAFTestTraits", "WAFJSON"], swiftSettings: strict),
         .testTarget(name: "WAFEventLoopExecutorTests", dependencies: ["WAFTestTraits", "WAFEventLoopExecutor"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "WAFVersionTests", dependencies: ["WAFTestTraits", "WAFVersion", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
+            name: "WAFVersionTests",
+            dependencies: ["WAFTestTraits", "WAFVersion", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
     ],
     swiftLanguageModes: [.v6]

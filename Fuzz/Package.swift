@@ -21,14 +21,15 @@ let package = Package(
     dependencies: [.package(path: "..")],
     targets: [
         .target(name: "FuzzSupport", path: "Sources/FuzzSupport"),
-        fuzzTarget("fuzz-socket", ["WAFTokenDaemon", "WAFTokenCore", "WAFTokenCoreTestKit"]),
-        fuzzTarget("fuzz-config", ["WAFTokenDaemon", "WAFTokenCore"]),
+        fuzzTarget(
+            "fuzz-socket", ["WAFSocketAPI", "WAFDaemonTransport", "WAFProviderRegistry", "WAFTokenDaemon", "WAFTokenCore", "WAFTokenCoreTestKit"]),
+        fuzzTarget("fuzz-config", ["WAFDaemonConfiguration", "WAFTokenCore"]),
         fuzzTarget("fuzz-challenge", ["WAFChallenge"]),
-        fuzzTarget("fuzz-state", ["WAFTokenDaemon", "WAFTokenCore"]),
+        fuzzTarget("fuzz-state", ["WAFTokenStorage", "WAFTokenCore"]),
         fuzzTarget("fuzz-cookie-path", ["WAFTokenCore"]),
         fuzzTarget("fuzz-sse", ["WAFDaemonClient"]),
         fuzzTarget("fuzz-local-service", ["WAFLocalTokenService", "WAFChallenge"]),
-        fuzzTarget("fuzz-relay", ["WAFTokenDaemon"]),
+        fuzzTarget("fuzz-relay", ["WAFHTTPWire", "WAFTokenProxy", "WAFDaemonConfiguration"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -48,7 +48,9 @@ func report(_ name: String, jitter: Bool, fleet: Fleet, windows: [Window]) {
 }
 
 let started = ContinuousClock.now
-print("\(size) providers, tokenRefreshDelaySec \(configuration.tokenRefreshDelaySec), maxRetryCount \(configuration.maxRetryCount), maxErrorTokenRefreshDelayMsec \(configuration.maxErrorTokenRefreshDelayMsec), service latency 300 ms ± 20%")
+print(
+    "\(size) providers, tokenRefreshDelaySec \(configuration.tokenRefreshDelaySec), maxRetryCount \(configuration.maxRetryCount), maxErrorTokenRefreshDelayMsec \(configuration.maxErrorTokenRefreshDelayMsec), service latency 300 ms ± 20%"
+)
 print(row("window (seconds of virtual time)", "jitter", "peak req/s", "at s", "mean req/s", "s > 100/s"))
 for jitter in [false, true] {
     let settings = ProviderMachine.Settings(configuration: configuration, jitter: jitter)
@@ -56,29 +58,35 @@ for jitter in [false, true] {
     var cold = Fleet(count: size, settings: settings, service: .init(), seed: 1)
     cold.startAll(at: .origin) { _ in nil }
     cold.run(until: hour)
-    report("cold-start", jitter: jitter, fleet: cold, windows: [
-        Window(label: "A. all start at 0, no state: the start", range: 0..<10),
-        Window(label: "   the first refresh (290-310)", range: 290..<310),
-        Window(label: "   the tenth refresh cycle (2700-3000)", range: 2700..<3000),
-        Window(label: "   the last ten minutes (3000-3600)", range: 3000..<3600),
-    ])
+    report(
+        "cold-start", jitter: jitter, fleet: cold,
+        windows: [
+            Window(label: "A. all start at 0, no state: the start", range: 0..<10),
+            Window(label: "   the first refresh (290-310)", range: 290..<310),
+            Window(label: "   the tenth refresh cycle (2700-3000)", range: 2700..<3000),
+            Window(label: "   the last ten minutes (3000-3600)", range: 3000..<3600),
+        ])
 
     var restart = cold
     restart.restartAll(at: hour, settings: settings)
     restart.run(until: hour + .seconds(1200))
-    report("restart", jitter: jitter, fleet: restart, windows: [
-        Window(label: "B. all restart at 3600 with fresh state", range: 3600..<3610),
-        Window(label: "   the 20 minutes after (3600-4800)", range: 3600..<4800),
-    ])
+    report(
+        "restart", jitter: jitter, fleet: restart,
+        windows: [
+            Window(label: "B. all restart at 3600 with fresh state", range: 3600..<3610),
+            Window(label: "   the 20 minutes after (3600-4800)", range: 3600..<4800),
+        ])
 
     var down = Fleet(count: size, settings: settings, service: .init(down: outage), seed: 1)
     down.startAll(at: .origin) { _ in nil }
     down.run(until: hour + .seconds(1800))
-    report("outage", jitter: jitter, fleet: down, windows: [
-        Window(label: "C. service down 3600-4200: during it", range: 3600..<4200),
-        Window(label: "   back at 4200: the first minute", range: 4200..<4260),
-        Window(label: "   the next refresh (4470-4520)", range: 4470..<4520),
-        Window(label: "   later (4800-5400)", range: 4800..<5400),
-    ])
+    report(
+        "outage", jitter: jitter, fleet: down,
+        windows: [
+            Window(label: "C. service down 3600-4200: during it", range: 3600..<4200),
+            Window(label: "   back at 4200: the first minute", range: 4200..<4260),
+            Window(label: "   the next refresh (4470-4520)", range: 4470..<4520),
+            Window(label: "   later (4800-5400)", range: 4800..<5400),
+        ])
 }
 print("simulated in \(ContinuousClock.now - started)")

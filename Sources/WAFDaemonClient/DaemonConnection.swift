@@ -31,7 +31,9 @@ struct DaemonConnection: Sendable {
                     switch part {
                     case .head(let head): status = head.status.code
                     case .body(let bytes):
-                        guard answer.count + bytes.readableBytes <= Self.maximumBody else { throw WAFTokenClientError.badResponse("an answer over 1 MiB") }
+                        guard answer.count + bytes.readableBytes <= Self.maximumBody else {
+                            throw WAFTokenClientError.badResponse("an answer over 1 MiB")
+                        }
                         answer += bytes.readableBytesView
                     case .end: return (status, answer)
                     }
@@ -75,7 +77,9 @@ struct DaemonConnection: Sendable {
         }
     }
 
-    private func send(_ path: String, method: HTTPMethod, accept: String?, body: [UInt8]?, _ outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>) async throws {
+    private func send(
+        _ path: String, method: HTTPMethod, accept: String?, body: [UInt8]?, _ outbound: NIOAsyncChannelOutboundWriter<HTTPClientRequestPart>
+    ) async throws {
         var headers: HTTPHeaders = ["Host": "localhost", "Connection": "close"]
         if let accept { headers.add(name: "Accept", value: accept) }
         if let body { headers.add(name: "Content-Length", value: String(body.count)) }

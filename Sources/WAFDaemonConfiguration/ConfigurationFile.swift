@@ -54,7 +54,8 @@ struct ConfigurationFile {
     }
 
     private static func fileIssue(_ path: String, _ problem: String) -> WAFConfigurationIssue {
-        WAFConfigurationIssue(key: "--config", value: path.debugDescription, problem: "cannot be used: \(problem)", allowed: "a readable YAML file of at most 1 MiB")
+        WAFConfigurationIssue(
+            key: "--config", value: path.debugDescription, problem: "cannot be used: \(problem)", allowed: "a readable YAML file of at most 1 MiB")
     }
 
     // MARK: Shape
@@ -117,9 +118,10 @@ struct ConfigurationFile {
         case .scalar(let scalar) where scalar.type == .null:
             break  // a section with every key commented out
         default:
-            issues.append(WAFConfigurationIssue(
-                key: prefix + name, value: nil, problem: "is \(node.kind), not a section (in \(path))",
-                allowed: "a map of " + inSection.map(\.name).joined(separator: ", ")))
+            issues.append(
+                WAFConfigurationIssue(
+                    key: prefix + name, value: nil, problem: "is \(node.kind), not a section (in \(path))",
+                    allowed: "a map of " + inSection.map(\.name).joined(separator: ", ")))
         }
     }
 
@@ -132,12 +134,15 @@ struct ConfigurationFile {
             for pair in pairs {
                 guard case .scalar(let key) = pair.key, ProviderName.isValid(key.text) else {
                     let shown = if case .scalar(let key) = pair.key { Self.printable(key.text) } else { "(\(pair.key.kind) as a name)" }
-                    issues.append(WAFConfigurationIssue(key: "providers." + shown, value: nil, problem: "is not a provider name (in \(path))", allowed: ProviderName.allowed))
+                    issues.append(
+                        WAFConfigurationIssue(
+                            key: "providers." + shown, value: nil, problem: "is not a provider name (in \(path))", allowed: ProviderName.allowed))
                     continue
                 }
                 let name = key.text
                 if providers[name] != nil {
-                    issues.append(WAFConfigurationIssue(key: "providers." + name, value: nil, problem: "is given twice (in \(path))", allowed: allowedKeys))
+                    issues.append(
+                        WAFConfigurationIssue(key: "providers." + name, value: nil, problem: "is given twice (in \(path))", allowed: allowedKeys))
                 }
                 let prefix = "providers.\(name)."
                 switch pair.value {
@@ -149,13 +154,19 @@ struct ConfigurationFile {
                         this.providers[name] = values
                     }
                 default:
-                    issues.append(WAFConfigurationIssue(key: "providers." + name, value: nil, problem: "is \(pair.value.kind), not a map of keys (in \(path))", allowed: allowedKeys))
+                    issues.append(
+                        WAFConfigurationIssue(
+                            key: "providers." + name, value: nil, problem: "is \(pair.value.kind), not a map of keys (in \(path))",
+                            allowed: allowedKeys))
                 }
             }
         case .scalar(let scalar) where scalar.type == .null:
             break
         default:
-            issues.append(WAFConfigurationIssue(key: "providers", value: nil, problem: "is \(node.kind), not a map of names to providers (in \(path))", allowed: "a map of provider names to " + allowedKeys))
+            issues.append(
+                WAFConfigurationIssue(
+                    key: "providers", value: nil, problem: "is \(node.kind), not a map of names to providers (in \(path))",
+                    allowed: "a map of provider names to " + allowedKeys))
         }
     }
 

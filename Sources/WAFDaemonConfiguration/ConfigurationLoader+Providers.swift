@@ -24,20 +24,25 @@ extension ConfigurationLoader {
         }
         let named = Set(file.providers.keys).union(environment.keys).union(commandLine.keys)
         for name in named.sorted() where !ProviderName.isValid(name) {
-            issues.append(WAFConfigurationIssue(key: "providers.\(name)", value: nil, problem: "is not a provider name", allowed: ProviderName.allowed))
+            issues.append(
+                WAFConfigurationIssue(key: "providers.\(name)", value: nil, problem: "is not a provider name", allowed: ProviderName.allowed))
         }
-        let topIdentity = top.sdk[WAFConfigurationKey.applicationIntegrationUrl.rawValue] != nil && top.sdk[WAFConfigurationKey.domainName.rawValue] != nil
+        let topIdentity =
+            top.sdk[WAFConfigurationKey.applicationIntegrationUrl.rawValue] != nil && top.sdk[WAFConfigurationKey.domainName.rawValue] != nil
         var providers: [ProviderConfiguration] = []
         if topIdentity || named.isEmpty {
             // The top level's provider; with neither it nor `providers`, its "is required" says what is missing.
             if named.contains(ProviderName.defaultName) {
-                issues.append(WAFConfigurationIssue(
-                    key: "providers.default", value: nil,
-                    problem: "is the provider the top-level applicationIntegrationUrl and domainName make; name this one otherwise",
-                    allowed: ProviderName.allowed))
+                issues.append(
+                    WAFConfigurationIssue(
+                        key: "providers.default", value: nil,
+                        problem: "is the provider the top-level applicationIntegrationUrl and domainName make; name this one otherwise",
+                        allowed: ProviderName.allowed))
             }
             let values = top.values.filter { Keys.byName[$0.key]?.perProvider == true }
-            if let provider = provider(ProviderName.defaultName, sdk: top.sdk, origins: top.origins, values: values, keyPrefix: "", refused: refused, issues: &issues) {
+            if let provider = provider(
+                ProviderName.defaultName, sdk: top.sdk, origins: top.origins, values: values, keyPrefix: "", refused: refused, issues: &issues)
+            {
                 providers.append(provider)
             }
         }
@@ -49,11 +54,15 @@ extension ConfigurationLoader {
                 let given: (SettingCheck.Given, String)? =
                     commandLine[name]?[spec.name].map { (.text($0), spec.optionName(provider: name)) }
                     ?? environment[name]?[spec.name].map { (.text($0.text), $0.variable) }
-                    ?? file.providers[name]?[spec.name].flatMap { node in spec.isOptional && node.isNull ? nil : (.yaml(node), "\(prefix)\(spec.name) in \(file.path)") }
+                    ?? file.providers[name]?[spec.name].flatMap { node in
+                        spec.isOptional && node.isNull ? nil : (.yaml(node), "\(prefix)\(spec.name) in \(file.path)")
+                    }
                 guard let (value, origin) = given else { continue }
                 switch SettingCheck.check(value, for: spec) {
                 case .failure(let problem):
-                    issues.append(WAFConfigurationIssue(key: prefix + spec.name, value: value.rendered, problem: "\(problem.text) (from \(origin))", allowed: spec.allowed))
+                    issues.append(
+                        WAFConfigurationIssue(
+                            key: prefix + spec.name, value: value.rendered, problem: "\(problem.text) (from \(origin))", allowed: spec.allowed))
                 case .success(.provider(let setting)):
                     sdk[spec.name] = setting
                     origins[spec.name] = origin
@@ -102,26 +111,30 @@ extension ConfigurationLoader {
         for provider in providers {
             let identity = provider.identity
             for earlier in identities[identity, default: []] {
-                issues.append(WAFConfigurationIssue(
-                    key: key(provider, "domainName"), value: provider.domainName.debugDescription,
-                    problem: "gives provider \(provider.name) the identity of provider \(earlier) (the same applicationIntegrationUrl and domainName)",
-                    allowed: "one provider per web ACL and domain"))
+                issues.append(
+                    WAFConfigurationIssue(
+                        key: key(provider, "domainName"), value: provider.domainName.debugDescription,
+                        problem:
+                            "gives provider \(provider.name) the identity of provider \(earlier) (the same applicationIntegrationUrl and domainName)",
+                        allowed: "one provider per web ACL and domain"))
             }
             identities[identity, default: []].append(provider.name)
             if let file = provider[Keys.sinksTokenFile] {
                 for earlier in files[file, default: []] {
-                    issues.append(WAFConfigurationIssue(
-                        key: key(provider, "sinks.tokenFile"), value: file.debugDescription, problem: "is provider \(earlier)'s token file too",
-                        allowed: "a token file of its own"))
+                    issues.append(
+                        WAFConfigurationIssue(
+                            key: key(provider, "sinks.tokenFile"), value: file.debugDescription, problem: "is provider \(earlier)'s token file too",
+                            allowed: "a token file of its own"))
                 }
                 files[file, default: []].append(provider.name)
             }
             if let listen = provider[Keys.proxyListen] {
                 let address = listen.description
                 for earlier in listens[address, default: []] {
-                    issues.append(WAFConfigurationIssue(
-                        key: key(provider, "proxy.listen"), value: address.debugDescription,
-                        problem: "is where provider \(earlier)'s proxy listens too", allowed: "an address of its own"))
+                    issues.append(
+                        WAFConfigurationIssue(
+                            key: key(provider, "proxy.listen"), value: address.debugDescription,
+                            problem: "is where provider \(earlier)'s proxy listens too", allowed: "an address of its own"))
                 }
                 listens[address, default: []].append(provider.name)
             }

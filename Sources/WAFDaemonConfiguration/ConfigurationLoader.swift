@@ -22,13 +22,15 @@ public enum ConfigurationLoader {
         var origins: [String: String] = [:]
         var values: [String: CheckedValue] = [:]
         for spec in Keys.all where spec.topLevel {
-            guard let (given, origin) = lookup(spec, file: file, providers: (commandLine, environment, fallbacks), environment: sources.environment) else {
+            guard let (given, origin) = lookup(spec, file: file, providers: (commandLine, environment, fallbacks), environment: sources.environment)
+            else {
                 continue
             }
             let checked = SettingCheck.check(given, for: spec)
             switch checked {
             case .failure(let problem):
-                issues.append(WAFConfigurationIssue(key: spec.name, value: given.rendered, problem: "\(problem.text) (from \(origin))", allowed: spec.allowed))
+                issues.append(
+                    WAFConfigurationIssue(key: spec.name, value: given.rendered, problem: "\(problem.text) (from \(origin))", allowed: spec.allowed))
             case .success(.provider(let setting)):
                 provider[spec.name] = setting
                 origins[spec.name] = origin

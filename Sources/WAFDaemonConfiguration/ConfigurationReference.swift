@@ -19,7 +19,10 @@ public enum ConfigurationReference {
             case .perProvider: help += " Per provider too (its own, never another's)."
             }
             let name = spec.topLevel ? spec.name : "providers.NAME.\(spec.name)"
-            let sources = spec.topLevel ? "`\(spec.environmentName)` `\(spec.optionName)`" : "`\(spec.environmentName(provider: "NAME"))` `\(spec.optionName(provider: "NAME"))`"
+            let sources =
+                spec.topLevel
+                ? "`\(spec.environmentName)` `\(spec.optionName)`"
+                : "`\(spec.environmentName(provider: "NAME"))` `\(spec.optionName(provider: "NAME"))`"
             lines.append("| `\(name)` | \(escape(help)) | \(escape(fallback)) | \(escape(spec.allowed)) | \(sources) |")
         }
         lines.append(end)

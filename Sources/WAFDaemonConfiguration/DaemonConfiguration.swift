@@ -104,7 +104,9 @@ public struct DaemonConfiguration: Sendable {
     /// else double-quoted. A group named `Y]` in a flow list, or a path with `: `, broke the
     /// effective configuration (found by fuzz-config).
     package static func yamlString(_ text: String) -> String {
-        let plainFirst = { (c: Unicode.Scalar) in ("0"..."9").contains(c) || ("a"..."z").contains(c) || ("A"..."Z").contains(c) || "/_.".unicodeScalars.contains(c) }
+        let plainFirst = { (c: Unicode.Scalar) in
+            ("0"..."9").contains(c) || ("a"..."z").contains(c) || ("A"..."Z").contains(c) || "/_.".unicodeScalars.contains(c)
+        }
         let plainRest = { (c: Unicode.Scalar) in plainFirst(c) || "-+@=:%".unicodeScalars.contains(c) }
         let scalars = text.unicodeScalars
         let keyword = ["true", "false", "yes", "no", "on", "off", "null", "y", "n"].contains(text.lowercased())
@@ -118,7 +120,8 @@ public struct DaemonConfiguration: Sendable {
             switch scalar {
             case "\\": quoted += "\\\\"
             case "\"": quoted += "\\\""
-            case _ where scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) || scalar.properties.generalCategory == .unassigned
+            case _
+            where scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) || scalar.properties.generalCategory == .unassigned
                 || scalar.properties.generalCategory == .surrogate || scalar.properties.generalCategory == .privateUse
                 || scalar.value == 0xFEFF:
                 let hex = String(scalar.value, radix: 16)

@@ -96,7 +96,8 @@ public struct KeySpec: Sendable, Hashable {
         case .list: "a list of user or group names or numeric ids"
         case .bool: "true or false"
         case .integer(let range): "an integer \(range.lowerBound)…\(range.upperBound)"
-        case .listenAddress: "a Unix socket path of at most \(ListenAddress.maximumPathBytes) bytes, or a loopback address with a port (127.0.0.1:8089, [::1]:8089)"
+        case .listenAddress:
+            "a Unix socket path of at most \(ListenAddress.maximumPathBytes) bytes, or a loopback address with a port (127.0.0.1:8089, [::1]:8089)"
         case .url: "an absolute https URL (http only to a loopback host)"
         }
     }

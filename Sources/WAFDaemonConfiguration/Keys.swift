@@ -64,7 +64,8 @@ public enum Keys {
     public static let proxyMode = optionalMode(
         "proxy.mode", default: "socket.mode", help: "The proxy's socket file mode, when it listens on a Unix socket.")
     public static let proxyAllowedUsers = optionalList(
-        "proxy.allowedUsers", default: "the provider's allowedUsers (top level: socket.allowedUsers)", help: "Users who may use the proxy (names or uids).",
+        "proxy.allowedUsers", default: "the provider's allowedUsers (top level: socket.allowedUsers)",
+        help: "Users who may use the proxy (names or uids).",
         scope: .perProvider)
     public static let proxyAllowedGroups = optionalList(
         "proxy.allowedGroups", default: "the provider's allowedGroups (top level: socket.allowedGroups)",
@@ -77,18 +78,20 @@ public enum Keys {
         "allowedUsers", default: "socket.allowedUsers", help: "In a provider's entry: users who may use its token, cookie, events and refresh.",
         scope: .providerOnly)
     public static let providerAllowedGroups = optionalList(
-        "allowedGroups", default: "socket.allowedGroups", help: "In a provider's entry: groups whose members may use its token, cookie, events and refresh.",
+        "allowedGroups", default: "socket.allowedGroups",
+        help: "In a provider's entry: groups whose members may use its token, cookie, events and refresh.",
         scope: .providerOnly)
 
     /// Every key in the order the file, `--help` and the README show them: the SDK's first.
-    public static let all: [KeySpec] = WAFConfigurationKey.allCases.map(provider) + [
-        lifecyclePlatform.spec, socketPath.spec, socketMode.spec, socketAllowedUsers.spec, socketAllowedGroups.spec,
-        socketIdleTimeoutSec.spec, socketRequestTimeoutSec.spec, socketThreads.spec, tokenServiceClient.spec,
-        tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshJitter.spec, cookieSecure.spec, sinksTokenFile.spec,
-        sinksCookieJar.spec, stateDirectory.spec, logLevel.spec, readinessWaitForToken.spec, proxyListen.spec, proxyUpstream.spec,
-        proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
-        proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
-    ]
+    public static let all: [KeySpec] =
+        WAFConfigurationKey.allCases.map(provider) + [
+            lifecyclePlatform.spec, socketPath.spec, socketMode.spec, socketAllowedUsers.spec, socketAllowedGroups.spec,
+            socketIdleTimeoutSec.spec, socketRequestTimeoutSec.spec, socketThreads.spec, tokenServiceClient.spec,
+            tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshJitter.spec, cookieSecure.spec, sinksTokenFile.spec,
+            sinksCookieJar.spec, stateDirectory.spec, logLevel.spec, readinessWaitForToken.spec, proxyListen.spec, proxyUpstream.spec,
+            proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
+            proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
+        ]
 
     /// The keys a provider's entry may hold, by name.
     package static let perProviderByName = byName.filter { $0.value.perProvider }
@@ -109,14 +112,21 @@ public enum Keys {
             appliesOnReload: true, scope: .inherited)
     }
 
-    package static func path(_ name: String, kind: KeySpec.Kind = .absolutePath, default value: String, help: String, reload: Bool = true) -> SettingKey<String> {
+    package static func path(
+        _ name: String, kind: KeySpec.Kind = .absolutePath, default value: String, help: String, reload: Bool = true
+    ) -> SettingKey<String> {
         SettingKey(spec: .init(name: name, kind: kind, defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: reload)) {
             if case .text(let text)? = $0 { text } else { value }
         }
     }
 
-    package static func optionalPath(_ name: String, default description: String? = nil, help: String, scope: KeySpec.Scope = .daemon) -> SettingKey<String?> {
-        SettingKey(spec: .init(name: name, kind: .absolutePath, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: scope)) {
+    package static func optionalPath(
+        _ name: String, default description: String? = nil, help: String, scope: KeySpec.Scope = .daemon
+    ) -> SettingKey<String?> {
+        SettingKey(
+            spec: .init(
+                name: name, kind: .absolutePath, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: scope)
+        ) {
             if case .text(let text)? = $0 { text } else { nil }
         }
     }
@@ -128,26 +138,37 @@ public enum Keys {
     }
 
     package static func optionalMode(_ name: String, default description: String, help: String) -> SettingKey<UInt16?> {
-        SettingKey(spec: .init(name: name, kind: .octalMode, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: .perProvider)) {
+        SettingKey(
+            spec: .init(
+                name: name, kind: .octalMode, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true,
+                scope: .perProvider)
+        ) {
             if case .mode(let mode)? = $0 { mode } else { nil }
         }
     }
 
     /// A list whose absence means something else than an empty list (another key's value).
     package static func optionalList(_ name: String, default description: String, help: String, scope: KeySpec.Scope) -> SettingKey<[String]?> {
-        SettingKey(spec: .init(name: name, kind: .list, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: scope)) {
+        SettingKey(
+            spec: .init(name: name, kind: .list, defaultValue: nil, defaultDescription: description, help: help, appliesOnReload: true, scope: scope)
+        ) {
             if case .list(let items)? = $0 { items } else { nil }
         }
     }
 
     package static func listenAddress(_ name: String, help: String) -> SettingKey<ListenAddress?> {
-        SettingKey(spec: .init(name: name, kind: .listenAddress, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .perProvider)) {
+        SettingKey(
+            spec: .init(
+                name: name, kind: .listenAddress, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .perProvider)
+        ) {
             if case .text(let text)? = $0 { ListenAddress(text) } else { nil }
         }
     }
 
     package static func url(_ name: String, help: String) -> SettingKey<String?> {
-        SettingKey(spec: .init(name: name, kind: .url, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .perProvider)) {
+        SettingKey(
+            spec: .init(name: name, kind: .url, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .perProvider)
+        ) {
             if case .text(let text)? = $0 { text } else { nil }
         }
     }
@@ -161,7 +182,11 @@ public enum Keys {
     package static func integer(
         _ name: String, _ range: ClosedRange<Int>, default value: Int, help: String, reload: Bool = true, scope: KeySpec.Scope = .daemon
     ) -> SettingKey<Int> {
-        SettingKey(spec: .init(name: name, kind: .integer(range), defaultValue: String(value), defaultDescription: nil, help: help, appliesOnReload: reload, scope: scope)) {
+        SettingKey(
+            spec: .init(
+                name: name, kind: .integer(range), defaultValue: String(value), defaultDescription: nil, help: help, appliesOnReload: reload,
+                scope: scope)
+        ) {
             if case .int(let number)? = $0 { number } else { value }
         }
     }
@@ -172,8 +197,13 @@ public enum Keys {
         }
     }
 
-    package static func choice(_ name: String, _ values: [String], default value: String, help: String, scope: KeySpec.Scope = .daemon) -> SettingKey<String> {
-        SettingKey(spec: .init(name: name, kind: .choice(values), defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: true, scope: scope)) {
+    package static func choice(
+        _ name: String, _ values: [String], default value: String, help: String, scope: KeySpec.Scope = .daemon
+    ) -> SettingKey<String> {
+        SettingKey(
+            spec: .init(
+                name: name, kind: .choice(values), defaultValue: value, defaultDescription: nil, help: help, appliesOnReload: true, scope: scope)
+        ) {
             if case .text(let text)? = $0 { text } else { value }
         }
     }

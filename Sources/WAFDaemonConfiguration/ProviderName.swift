@@ -34,6 +34,7 @@ public enum ProviderName {
     /// The variables under `WAF_TOKEND_PROVIDERS_` that name no provider key: a typo, refused.
     package static func unknownVariables(_ environment: [String: String]) -> [String] {
         let known = Set(environmentValues(environment).flatMap { $0.value.values.map(\.variable) })
-        return environment.keys.filter { $0.hasPrefix("WAF_TOKEND_PROVIDERS_") && !known.contains($0) && !(environment[$0]?.isEmpty ?? true) }.sorted()
+        return environment.keys.filter { $0.hasPrefix("WAF_TOKEND_PROVIDERS_") && !known.contains($0) && !(environment[$0]?.isEmpty ?? true) }
+            .sorted()
     }
 }

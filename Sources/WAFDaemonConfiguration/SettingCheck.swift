@@ -38,7 +38,8 @@ enum SettingCheck {
             text = value
         case .yaml(.scalar(let scalar)):
             if scalar.type == .null {
-                return spec.isOptional ? .success(.unset) : .failure(Problem("is null; leave the key out for its default (\(spec.defaultValue ?? "none"))"))
+                return spec.isOptional
+                    ? .success(.unset) : .failure(Problem("is null; leave the key out for its default (\(spec.defaultValue ?? "none"))"))
             }
             if let wrong = wrongType(scalar, for: spec.kind) { return .failure(Problem(wrong)) }
             text = scalar.text
@@ -132,7 +133,8 @@ enum SettingCheck {
             return range.contains(number) ? .success(.int(number)) : .failure(Problem("is out of range"))
         case .listenAddress:
             if text.hasPrefix("/"), let tooLong = socketPathFits(text) { return .failure(tooLong) }
-            return ListenAddress(text).map { _ in .success(.text(text)) } ?? .failure(Problem("is neither a Unix socket path nor a loopback address with a port"))
+            return ListenAddress(text).map { _ in .success(.text(text)) }
+                ?? .failure(Problem("is neither a Unix socket path nor a loopback address with a port"))
         case .url:
             return text.contains("://") ? .success(.text(text)) : .failure(Problem("is not an absolute URL"))
         case .provider, .list:

@@ -35,9 +35,10 @@ package struct UpstreamTarget: Sendable, Hashable {
         var path = url.path(percentEncoded: true)
         if path.hasSuffix("/") { path.removeLast() }
         let bracketed = host.contains(":") ? "[\(host)]" : host
-        return .success(UpstreamTarget(
-            secure: secure, host: host, port: url.port ?? (secure ? 443 : 80), basePath: path,
-            authority: url.port.map { "\(bracketed):\($0)" } ?? bracketed))
+        return .success(
+            UpstreamTarget(
+                secure: secure, host: host, port: url.port ?? (secure ? 443 : 80), basePath: path,
+                authority: url.port.map { "\(bracketed):\($0)" } ?? bracketed))
     }
 
     /// The upstream's target for a client's request target: its path and query appended to the

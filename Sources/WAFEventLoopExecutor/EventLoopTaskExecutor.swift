@@ -1,9 +1,9 @@
+import NIOCore
+import NIOPosix
 // The executor API this uses (TaskExecutor with scheduling, ExecutorFactory) is the standard
 // library's, still marked experimental in Swift 6.3: a toolchain that drops it fails this build
 // rather than the daemon at run time.
 @_spi(ExperimentalCustomExecutors) @_spi(ExperimentalScheduling) import _Concurrency
-import NIOCore
-import NIOPosix
 
 #if canImport(Glibc)
 import Glibc

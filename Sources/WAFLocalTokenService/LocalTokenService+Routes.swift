@@ -69,9 +69,12 @@ extension LocalTokenService {
             return (.json(.ok, ["reset": true]), 0, false)
         default:
             if path == "/protected" || path.hasPrefix("/protected/") {
-                guard [.GET, .HEAD, .POST, .PUT].contains(head.method) else { return (.error(.methodNotAllowed, "use GET, HEAD, POST or PUT"), 0, false) }
+                guard [.GET, .HEAD, .POST, .PUT].contains(head.method) else {
+                    return (.error(.methodNotAllowed, "use GET, HEAD, POST or PUT"), 0, false)
+                }
                 // `?delayMs=N`: a slow upstream, for the proxy's tests.
-                let delay = head.uri.split(separator: "?").dropFirst().first?.split(separator: "&")
+                let delay =
+                    head.uri.split(separator: "?").dropFirst().first?.split(separator: "&")
                     .first { $0.hasPrefix("delayMs=") }.flatMap { Int($0.dropFirst("delayMs=".count)) } ?? 0
                 if let fault = takeFault(for: .protected) { return (injected(fault, now: now).0, delay, false) }
                 return (protected(head, path: path, body: body, now: now), delay, false)
@@ -130,7 +133,9 @@ extension LocalTokenService {
             return (.send(.ok, [("Content-Type", "application/json")], [UInt8](repeating: 0x20, count: 1 << 20) + Array("{}".utf8)), label)
         case .trickle:
             let body = [UInt8](repeating: 0x20, count: 998) + Array("{}".utf8)
-            return (.trickle(.ok, [("Content-Type", "application/json")], body, interval: .milliseconds(Int64(rule.intervalMilliseconds ?? 500))), label)
+            return (
+                .trickle(.ok, [("Content-Type", "application/json")], body, interval: .milliseconds(Int64(rule.intervalMilliseconds ?? 500))), label
+            )
         }
     }
 

@@ -29,8 +29,10 @@ extension ProviderSet {
             entry = covering
         case (nil, nil):
             guard let implicit = self.implicit else {
-                return .refused(.error(
-                    .badRequest, "providerRequired", "this daemon runs several providers: ask with ?provider=NAME or ?domain=HOST\(choices(peer))"))
+                return .refused(
+                    .error(
+                        .badRequest, "providerRequired", "this daemon runs several providers: ask with ?provider=NAME or ?domain=HOST\(choices(peer))"
+                    ))
             }
             entry = implicit
         }

@@ -2,9 +2,9 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
-import WAFTokenCore
 import WAFDaemonTransport
 import WAFProviderRegistry
+import WAFTokenCore
 
 /// What every connection's handlers share: the providers, the reloadable settings, metrics, the
 /// event streams, and the generation of the providers' snapshots that cached answers are built on.

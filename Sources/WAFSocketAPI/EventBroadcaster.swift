@@ -98,9 +98,11 @@ package final class EventBroadcaster: Sendable {
         case .lifecycleChanged(let lifecycle):
             frame("lifecycle", LifecycleBody(lifecycle, provider: provider))
         case .refreshFailed(let error, let failures, let next):
-            frame("error", ErrorEvent(
-                provider: provider, error: error.name, message: error.description, consecutiveFailures: failures,
-                nextAttemptAt: next.map(HTTPReply.timeStyle.format)))
+            frame(
+                "error",
+                ErrorEvent(
+                    provider: provider, error: error.name, message: error.description, consecutiveFailures: failures,
+                    nextAttemptAt: next.map(HTTPReply.timeStyle.format)))
         case .refreshHeld, .callbackFailed, .tokenDropped:
             nil
         }

@@ -56,9 +56,10 @@ public struct JournalLogHandler: LogHandler {
     /// A legal journal field name: upper case, `[A-Z0-9_]`, not starting with `_` or a digit (the
     /// journal reserves `_` for trusted fields), at most 64 bytes; nil when nothing is left.
     public static func fieldName(_ key: String) -> String? {
-        var name = String(key.uppercased().unicodeScalars.map { scalar -> Character in
-            (scalar.properties.isUppercase && scalar.isASCII) || ("0"..."9").contains(scalar) ? Character(scalar) : "_"
-        })
+        var name = String(
+            key.uppercased().unicodeScalars.map { scalar -> Character in
+                (scalar.properties.isUppercase && scalar.isASCII) || ("0"..."9").contains(scalar) ? Character(scalar) : "_"
+            })
         while name.first == "_" { name.removeFirst() }
         if let first = name.first, first.isNumber { name = "F_" + name }
         name = String(name.prefix(64))

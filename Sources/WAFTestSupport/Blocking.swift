@@ -58,7 +58,9 @@ final class PipeDrain: @unchecked Sendable {
 /// output. After `timeout` it gets SIGTERM, two seconds later SIGKILL; output that background
 /// grandchildren keep writing is not waited for.
 @discardableResult
-public func run(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)) async throws -> (status: Int32, stdout: String, stderr: String) {
+public func run(
+    _ executable: String, _ arguments: [String], timeout: Duration = .seconds(30)
+) async throws -> (status: Int32, stdout: String, stderr: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments

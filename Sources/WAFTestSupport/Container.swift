@@ -37,20 +37,25 @@ public final class Container: @unchecked Sendable {
         try FileManager.default.createDirectory(at: cache, withIntermediateDirectories: true)
         let scratch = cache.appendingPathComponent("root.partial")
         // A root is renamed into place only once complete: an interrupted run leaves no half root.
-        let made = try await run("/usr/bin/bash", ["-c", """
-            set -e
-            # wget, under debootstrap, may leave a wget-log in the working directory: not the repository's.
-            cd '\(cache.path)'
-            rm -rf '\(scratch.path)'
-            # The mirror and proxy apt uses here, so that the root comes from where packages do.
-            mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
-            eval "$(apt-config shell proxy Acquire::http::Proxy 2>/dev/null || true)"
-            if [ -n "${proxy:-}" ]; then export http_proxy="$proxy"; fi
-            debootstrap --variant=minbase --include=\(packages) \
-                bookworm '\(scratch.path)' "${mirror:-http://deb.debian.org/debian}" > '\(cache.path)/debootstrap.log' 2>&1 \
-                || { tail -20 '\(cache.path)/debootstrap.log' >&2; exit 1; }
-            mv '\(scratch.path)' '\(root.path)'
-            """], timeout: .seconds(900))
+        let made = try await run(
+            "/usr/bin/bash",
+            [
+                "-c",
+                """
+                set -e
+                # wget, under debootstrap, may leave a wget-log in the working directory: not the repository's.
+                cd '\(cache.path)'
+                rm -rf '\(scratch.path)'
+                # The mirror and proxy apt uses here, so that the root comes from where packages do.
+                mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
+                eval "$(apt-config shell proxy Acquire::http::Proxy 2>/dev/null || true)"
+                if [ -n "${proxy:-}" ]; then export http_proxy="$proxy"; fi
+                debootstrap --variant=minbase --include=\(packages) \
+                    bookworm '\(scratch.path)' "${mirror:-http://deb.debian.org/debian}" > '\(cache.path)/debootstrap.log' 2>&1 \
+                    || { tail -20 '\(cache.path)/debootstrap.log' >&2; exit 1; }
+                mv '\(scratch.path)' '\(root.path)'
+                """,
+            ], timeout: .seconds(900))
         guard made.status == 0 else { throw ContainerError.debootstrap(made.stderr) }
         return root
     }
@@ -63,14 +68,16 @@ public final class Container: @unchecked Sendable {
         // nspawn starts in, and leave some behind: start it in cgroups of its own, removed at the end.
         let cgroups = Self.cgroupHierarchies.map { "\($0)/\(name)" }
         let enter = cgroups.map { "mkdir -p \($0) && echo $$ > \($0)/cgroup.procs && " }.joined()
-        let nspawn = try SpawnedProcess("/usr/bin/unshare", [
-            "--mount", "--propagation", "private", "/bin/sh", "-c",
-            """
-            \(enter)mount -t tmpfs -o mode=0755 tmpfs /run \
-            && exec systemd-nspawn -D '\(root.path)' --register=no --keep-unit -b \
-                --volatile=overlay --machine=\(name) --console=passive \(binds)
-            """,
-        ], output: log)
+        let nspawn = try SpawnedProcess(
+            "/usr/bin/unshare",
+            [
+                "--mount", "--propagation", "private", "/bin/sh", "-c",
+                """
+                \(enter)mount -t tmpfs -o mode=0755 tmpfs /run \
+                && exec systemd-nspawn -D '\(root.path)' --register=no --keep-unit -b \
+                    --volatile=overlay --machine=\(name) --console=passive \(binds)
+                """,
+            ], output: log)
         func fail(_ reason: String) async -> ContainerError {
             await nspawn.stop()
             await Self.remove(cgroups)
@@ -90,7 +97,8 @@ public final class Container: @unchecked Sendable {
         // Before its bus is up, systemctl answers "offline": ask again until it waits for real.
         var state = ""
         while clock.now < deadline + .seconds(60), nspawn.exitStatus == nil {
-            let answer = try await run("/usr/bin/nsenter", ["-t", String(leader), "-a", "systemctl", "is-system-running", "--wait"], timeout: .seconds(120))
+            let answer = try await run(
+                "/usr/bin/nsenter", ["-t", String(leader), "-a", "systemctl", "is-system-running", "--wait"], timeout: .seconds(120))
             state = answer.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             if ["running", "degraded"].contains(state) { break }
             try await Task.sleep(for: .milliseconds(100))
@@ -127,10 +135,15 @@ public final class Container: @unchecked Sendable {
         let deadline = clock.now + .seconds(20)
         for cgroup in cgroups {
             while FileManager.default.fileExists(atPath: cgroup), clock.now < deadline {
-                _ = try? await run("/usr/bin/sh", ["-c", """
-                    find '\(cgroup)' -name cgroup.procs -exec cat {} + | xargs -r kill -KILL 2>/dev/null
-                    find '\(cgroup)' -depth -type d -exec rmdir {} + 2>/dev/null
-                    """])
+                _ = try? await run(
+                    "/usr/bin/sh",
+                    [
+                        "-c",
+                        """
+                        find '\(cgroup)' -name cgroup.procs -exec cat {} + | xargs -r kill -KILL 2>/dev/null
+                        find '\(cgroup)' -depth -type d -exec rmdir {} + 2>/dev/null
+                        """,
+                    ])
                 if FileManager.default.fileExists(atPath: cgroup) { try? await Task.sleep(for: .milliseconds(100)) }
             }
         }

@@ -41,7 +41,11 @@ public final class DaemonProcess: @unchecked Sendable {
         process.arguments = arguments + extra
         // Only what the test sets: nothing of the runner's own WAF_TOKEND_*, systemd or journal state.
         var base = ProcessInfo.processInfo.environment.filter { key, _ in
-            !key.hasPrefix("WAF_TOKEND_") && !["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM", "STATE_DIRECTORY", "WATCHDOG_USEC", "WATCHDOG_PID"].contains(key)
+            !key.hasPrefix("WAF_TOKEND_")
+                && ![
+                    "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM", "STATE_DIRECTORY", "WATCHDOG_USEC",
+                    "WATCHDOG_PID",
+                ].contains(key)
         }
         base.merge(environment) { _, new in new }
         process.environment = base
@@ -166,7 +170,9 @@ public func eventually(for timeout: Duration = .seconds(10), _ condition: () asy
 
 /// `curl --unix-socket SOCKET … http://localhost/PATH`, returning status code and body.
 public func curl(_ socket: String, _ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
-    let result = try await run("/usr/bin/curl", ["-sS", "--max-time", "30", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
+    let result = try await run(
+        "/usr/bin/curl",
+        ["-sS", "--max-time", "30", "-o", "-", "-w", "\n%{http_code}", "--unix-socket", socket] + options + ["http://localhost\(path)"])
     var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
     // No answer at all: curl's own words (connection refused, empty reply, timeout) are the body,

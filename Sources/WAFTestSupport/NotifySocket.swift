@@ -12,10 +12,11 @@ public final class NotifySocket: @unchecked Sendable {
         public let at: ContinuousClock.Instant
         /// The message's assignments, `READY` → `1`.
         public var fields: [String: String] {
-            Dictionary(text.split(separator: "\n").compactMap { line in
-                let parts = line.split(separator: "=", maxSplits: 1)
-                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-            }, uniquingKeysWith: { _, last in last })
+            Dictionary(
+                text.split(separator: "\n").compactMap { line in
+                    let parts = line.split(separator: "=", maxSplits: 1)
+                    return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+                }, uniquingKeysWith: { _, last in last })
         }
     }
 

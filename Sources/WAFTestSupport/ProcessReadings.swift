@@ -23,7 +23,8 @@ public enum ProcessReadings {
     public static func nothingPending(_ pid: Int32) -> Bool {
         threadStatuses(pid).allSatisfy { _, lines in
             lines.allSatisfy { line in
-                !(line.hasPrefix("ShdPnd:") || line.hasPrefix("SigPnd:")) || line.split(separator: "\t").last.map { $0.allSatisfy { $0 == "0" } } == true
+                !(line.hasPrefix("ShdPnd:") || line.hasPrefix("SigPnd:"))
+                    || line.split(separator: "\t").last.map { $0.allSatisfy { $0 == "0" } } == true
             }
         }
     }

@@ -101,7 +101,8 @@ public final class RawSocket: @unchecked Sendable {
         guard bytes.count >= 4, let end = (0...(bytes.count - 4)).first(where: { bytes[$0..<($0 + 4)].elementsEqual(separator) }) else { return nil }
         let head = String(decoding: bytes[..<end], as: UTF8.self)
         guard head.hasPrefix("HTTP/1."), let status = Int(head.dropFirst(9).prefix(3)) else { return nil }
-        let length = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
+        let length =
+            head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("content-length:") }
             .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) } ?? 0
         let total = end + 4 + length
         return bytes.count >= total ? (status, total) : nil

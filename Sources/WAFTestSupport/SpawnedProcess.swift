@@ -111,7 +111,9 @@ private func closeFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: In
 /// `run` for programs that leave a daemon behind holding what they inherited (`podman run -d`
 /// starts conmon, which keeps Foundation's exit-watch socket open for as long as the container
 /// runs): started with posix_spawn and nothing but stdin, stdout and stderr; output through files.
-public func runDetached(_ executable: String, _ arguments: [String], timeout: Duration = .seconds(120)) async throws -> (status: Int32, stdout: String, stderr: String) {
+public func runDetached(
+    _ executable: String, _ arguments: [String], timeout: Duration = .seconds(120)
+) async throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = try scratchDirectory("waf-run")
     defer { try? FileManager.default.removeItem(at: directory) }
     let out = directory.appendingPathComponent("stdout").path, err = directory.appendingPathComponent("stderr").path

@@ -38,11 +38,13 @@ public struct OffPool: TestTrait, SuiteTrait, TestScoping {
         }
         for stall in watcher.stalls(during: span.interval) {
             let others = RunningTests.shared.names(during: stall.interval)
-            Issue.record(Comment(rawValue: """
-                the concurrency pool was blocked for \(Milliseconds(stall.length)) while this test ran: \
-                a 100 ms pool sleep woke that late. Running then: \(others.joined(separator: "; ")). A test that \
-                computes or blocks must not do it on the pool (see WAFTestTraits/OffPool.swift).
-                """))
+            Issue.record(
+                Comment(
+                    rawValue: """
+                        the concurrency pool was blocked for \(Milliseconds(stall.length)) while this test ran: \
+                        a 100 ms pool sleep woke that late. Running then: \(others.joined(separator: "; ")). A test that \
+                        computes or blocks must not do it on the pool (see WAFTestTraits/OffPool.swift).
+                        """))
         }
     }
 

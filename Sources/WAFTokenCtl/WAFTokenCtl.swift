@@ -1,8 +1,7 @@
 import ArgumentParser
-
 import WAFDaemonClient
-import WAFVersion
 import WAFJSON
+import WAFVersion
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -182,7 +181,9 @@ extension WAFTokenCtl {
                 lines.append("last error: \(text(error["error"])): \(text(error["message"]))")
             }
             if let token, token != .null {
-                lines.append("token:     \(text(token["stale"]) == "true" ? "stale" : "fresh"), age \(text(token["ageSeconds"])) s, fingerprint \(text(token["fingerprint"])), fetched \(text(token["fetchedAt"]))")
+                lines.append(
+                    "token:     \(text(token["stale"]) == "true" ? "stale" : "fresh"), age \(text(token["ageSeconds"])) s, fingerprint \(text(token["fingerprint"])), fetched \(text(token["fetchedAt"]))"
+                )
             } else {
                 lines.append("token:     none yet")
             }
@@ -217,7 +218,11 @@ extension WAFTokenCtl {
                 for provider in providers {
                     let token = provider["token"]
                     let state = token == nil || token == .null ? "no token" : (token?["stale"] == .bool(true) ? "stale" : "fresh")
-                    print([provider["provider"]?.string ?? "?", provider["domainName"]?.string ?? "?", state, provider["refresh"]?["state"]?.string ?? "?"]
+                    print(
+                        [
+                            provider["provider"]?.string ?? "?", provider["domainName"]?.string ?? "?", state,
+                            provider["refresh"]?["state"]?.string ?? "?",
+                        ]
                         .joined(separator: "\t"))
                 }
             }

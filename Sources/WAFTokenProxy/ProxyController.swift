@@ -52,7 +52,11 @@ package actor ProxyController {
             server = replacement
             board.serving(settings, at: replacement.address)
             logger.info(
-                "proxy serving", metadata: ["proxy.listen": "\(replacement.address)", "proxy.upstream": "\(settings.upstream.url)", "proxy.tokenIn": "\(settings.tokenIn.rawValue)"])
+                "proxy serving",
+                metadata: [
+                    "proxy.listen": "\(replacement.address)", "proxy.upstream": "\(settings.upstream.url)",
+                    "proxy.tokenIn": "\(settings.tokenIn.rawValue)",
+                ])
         }
     }
 

@@ -92,7 +92,9 @@ extension ProxyHandler {
         }
         switch kind {
         case .timeout:
-            answerError(.gatewayTimeout, "upstreamTimeout", "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.nanoseconds / 1_000_000_000) s")
+            answerError(
+                .gatewayTimeout, "upstreamTimeout",
+                "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.nanoseconds / 1_000_000_000) s")
         case .closed:
             answerError(.badGateway, "upstreamClosed", "the upstream closed the connection before answering")
         case .unreachable:

@@ -92,9 +92,11 @@ final class ProxyHandler: ChannelDuplexHandler {
         guard bytes.readableBytes > 0 else { return true }
         do {
             let scanned = headScanned
-            guard let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in
-                try HTTPHeadParser.headEnd(raw, limit: HTTPLimits.maximumHeadBytes, from: scanned)
-            }) else {
+            guard
+                let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in
+                    try HTTPHeadParser.headEnd(raw, limit: HTTPLimits.maximumHeadBytes, from: scanned)
+                })
+            else {
                 headScanned = bytes.readableBytes
                 return false
             }

@@ -99,7 +99,8 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         request.headers.add(name: "User-Agent", value: "waf-tokend")
         let (response, answer): (HTTPClientResponse, ByteBuffer?)
         do throws(SdkError) {
-            (response, answer) = try await exchange(request, url: target, failure: SdkError.errorInvokingGetChallengeEndpoint, tooLarge: SdkError.invalidChallenge)
+            (response, answer) = try await exchange(
+                request, url: target, failure: SdkError.errorInvokingGetChallengeEndpoint, tooLarge: SdkError.invalidChallenge)
         } catch {
             forgetRedirect(for: inputsURL)
             throw error

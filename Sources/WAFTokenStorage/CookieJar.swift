@@ -8,12 +8,13 @@ package enum CookieJar {
     /// The jar for `cookies`, or an empty one. A line: domain, include-subdomains, path, secure,
     /// expiry (Unix seconds), name, value, separated by tabs.
     package static func text(_ cookies: [WAFCookie]) -> String {
-        header + cookies.map { cookie in
-            let fields = [
-                cookie.domain, cookie.includesSubdomains ? "TRUE" : "FALSE", cookie.path, cookie.secure ? "TRUE" : "FALSE",
-                String(Int64(cookie.expires.timeIntervalSince1970)), WAFCookie.name, cookie.value,
-            ]
-            return fields.joined(separator: "\t") + "\n"
-        }.joined()
+        header
+            + cookies.map { cookie in
+                let fields = [
+                    cookie.domain, cookie.includesSubdomains ? "TRUE" : "FALSE", cookie.path, cookie.secure ? "TRUE" : "FALSE",
+                    String(Int64(cookie.expires.timeIntervalSince1970)), WAFCookie.name, cookie.value,
+                ]
+                return fields.joined(separator: "\t") + "\n"
+            }.joined()
     }
 }

@@ -89,7 +89,8 @@ package struct StateStore: Sendable, Equatable {
         if rename(path, aside) == 0 {
             logger.warning("the saved token is damaged (\(reason)); set aside as \(aside), starting without it")
         } else {
-            logger.warning("the saved token is damaged (\(reason)) and cannot be set aside (\(String(cString: strerror(errno)))); starting without it")
+            logger.warning(
+                "the saved token is damaged (\(reason)) and cannot be set aside (\(String(cString: strerror(errno)))); starting without it")
         }
         return nil
     }

@@ -131,7 +131,8 @@ struct StorageLedger {
                 try write(bytes, to: path)
                 written[path] = bytes
                 if let attempts = failing.removeValue(forKey: path) {
-                    logger.notice("\(what(path)) \(bytes == nil ? "removed" : "written") after \(attempts + 1) attempts", metadata: ["path": "\(path)"])
+                    logger.notice(
+                        "\(what(path)) \(bytes == nil ? "removed" : "written") after \(attempts + 1) attempts", metadata: ["path": "\(path)"])
                 } else if bytes != nil {
                     logger.debug("\(what(path)) written", metadata: ["path": "\(path)"])
                 }
@@ -141,7 +142,11 @@ struct StorageLedger {
                 failing[path] = attempts
                 let message = "\(what(path)) not \(bytes == nil ? "removed" : "written")"
                 let metadata: Logger.Metadata = ["path": "\(path)", "error": "\(error)", "attempt": "\(attempts)"]
-                if attempts == 1 { logger.error("\(message); trying again", metadata: metadata) } else { logger.warning("\(message) yet", metadata: metadata) }
+                if attempts == 1 {
+                    logger.error("\(message); trying again", metadata: metadata)
+                } else {
+                    logger.warning("\(message) yet", metadata: metadata)
+                }
             }
         }
         return armRetry()

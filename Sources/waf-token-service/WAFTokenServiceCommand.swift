@@ -62,7 +62,9 @@ struct WAFTokenServiceCommand: AsyncParsableCommand {
             memory: memory, immunitySeconds: immunitySeconds, challengeLifetimeSeconds: challengeLifetimeSeconds,
             tokenDomains: ["localhost", "127.0.0.1"] + tokenDomains.map { $0.lowercased() },
             redirectMaxAge: redirectMaxAge, tlsCertificateFile: tlsCert, tlsKeyFile: tlsKey,
-            faults: armed.filter { $0.1 > 0 }.map { FaultRule(kind: $0.0, target: $0.0 == .expired ? .verify : target, count: $0.1, status: failStatus) },
+            faults: armed.filter { $0.1 > 0 }.map {
+                FaultRule(kind: $0.0, target: $0.0 == .expired ? .verify : target, count: $0.1, status: failStatus)
+            },
             latencyMilliseconds: latencyMs)
     }
 

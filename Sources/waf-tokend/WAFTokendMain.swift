@@ -1,7 +1,7 @@
 import Logging
+import WAFEventLoopExecutor
 import WAFLocalTokenService
 import WAFSystemd
-import WAFEventLoopExecutor
 import WAFTokenDaemon
 
 #if canImport(FoundationEssentials)

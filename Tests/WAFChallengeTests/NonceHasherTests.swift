@@ -1,9 +1,9 @@
 import Crypto
 import Testing
+import WAFTestTraits
 import _CryptoExtras
 
 @testable import WAFChallenge
-import WAFTestTraits
 
 /// The solvers' hot loop counts nonce digits up in place and hashes from a copied midstate through
 /// OpenSSL; these compare it with the plain way (the written nonce, swift-crypto's one-shot hashes).
@@ -40,7 +40,8 @@ struct NonceHasherTests {
 
     @Test("PBKDF2 through OpenSSL gives swift-crypto's key")
     func pbkdf2() throws {
-        let work = ProofOfWork(type: .pbkdf2, input: Vectors.input2, checksum: VerifyRequest.mobileChecksum, difficulty: 1, nonceFormat: .upperHexadecimal)
+        let work = ProofOfWork(
+            type: .pbkdf2, input: Vectors.input2, checksum: VerifyRequest.mobileChecksum, difficulty: 1, nonceFormat: .upperHexadecimal)
         for nonce in ["0", "8D", "FFF"] {
             let expected = try KDF.Insecure.PBKDF2.deriveKey(
                 from: Array((work.input + work.checksum + nonce).utf8), salt: Array(work.checksum.utf8.prefix(12)), using: .sha256,

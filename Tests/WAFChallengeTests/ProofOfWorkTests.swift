@@ -5,8 +5,10 @@ import WAFTestTraits
 
 /// The protocol's test vectors (docs/protocol.md §2).
 enum Vectors {
-    static let input1 = "eyJ2ZXJzaW9uIjoxLCJ1YmlkIjoiNWRiNDMxMGItMWI0Yi00NzhiLWI2ODEtYzIxYTFkM2E0Mjg2IiwiYXR0ZW1wdF9pZCI6ImI0MWQxMDZmLWU0MGYtNDg0Mi1iZDdlLTFmMTUwYjBlNjZkMCIsImNyZWF0ZV90aW1lIjoiMjAyNC0wNS0yOVQyMjoyMzozNy4wNjQ3MDQ5OTJaIiwiZGlmZmljdWx0eSI6NCwiY2hhbGxlbmdlX3R5cGUiOiJIYXNoY2FzaFNjcnlwdCJ9AA8222865"
-    static let input2 = "eyJ2ZXJzaW9uIjoxLCJ1YmlkIjoiMGNkY2VlMzItY2E3Ni00ZTQ3LWJlNmYtNzRjMWFjMGNiMTY0IiwiYXR0ZW1wdF9pZCI6IjcyYTI4NDlhLTAxZjctNGZlMS1iMzMyLTIyODk3OGVmODVhYSIsImNyZWF0ZV90aW1lIjoiMjAyNC0wNS0zMFQwMDo1Nzo0OS4wODc4MDgzMTJaIiwiZGlmZmljdWx0eSI6NCwiY2hhbGxlbmdlX3R5cGUiOiJIYXNoY2FzaFNjcnlwdCJ9"
+    static let input1 =
+        "eyJ2ZXJzaW9uIjoxLCJ1YmlkIjoiNWRiNDMxMGItMWI0Yi00NzhiLWI2ODEtYzIxYTFkM2E0Mjg2IiwiYXR0ZW1wdF9pZCI6ImI0MWQxMDZmLWU0MGYtNDg0Mi1iZDdlLTFmMTUwYjBlNjZkMCIsImNyZWF0ZV90aW1lIjoiMjAyNC0wNS0yOVQyMjoyMzozNy4wNjQ3MDQ5OTJaIiwiZGlmZmljdWx0eSI6NCwiY2hhbGxlbmdlX3R5cGUiOiJIYXNoY2FzaFNjcnlwdCJ9AA8222865"
+    static let input2 =
+        "eyJ2ZXJzaW9uIjoxLCJ1YmlkIjoiMGNkY2VlMzItY2E3Ni00ZTQ3LWJlNmYtNzRjMWFjMGNiMTY0IiwiYXR0ZW1wdF9pZCI6IjcyYTI4NDlhLTAxZjctNGZlMS1iMzMyLTIyODk3OGVmODVhYSIsImNyZWF0ZV90aW1lIjoiMjAyNC0wNS0zMFQwMDo1Nzo0OS4wODc4MDgzMTJaIiwiZGlmZmljdWx0eSI6NCwiY2hhbGxlbmdlX3R5cGUiOiJIYXNoY2FzaFNjcnlwdCJ9"
 
     static let sha256 = ProofOfWork(type: .sha256, input: input1, checksum: "AA822286", difficulty: 8, nonceFormat: .decimal)
     static let scrypt = ProofOfWork(type: .scrypt, input: input2, checksum: "3763231C", difficulty: 8, memory: 128, nonceFormat: .decimal)

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WAFChallenge
-import WAFTestSupport
 import WAFJSON
+import WAFTestSupport
 import WAFTestTraits
 
 private func problem(_ body: String) -> String? {
@@ -26,23 +26,28 @@ struct WireFormatTests {
         #expect(challenge.input == challengeInput)
     }
 
-    @Test("bad challenges are clear errors, never crashes", arguments: [
-        ("{\"challenge\": ", "the body is not JSON"),
-        ("[1,2]", "the challenge is an array, not an object"),
-        (challengeBody(["challenge": nil]), "challenge is missing or not an object"),
-        (challengeBody(["challenge": #"{"input":"%%%not base64","hmac":"\#(hmac32)"}"#]), "challenge.input is not base64"),
-        (challengeBody(["challenge": #"{"input":"\#(challengeInput)","hmac":"@@@"}"#]), "challenge.hmac is not base64"),
-        (challengeBody(["challenge": #"{"input":"\#(challengeInput)","hmac":"AAAA"}"#]), "challenge.hmac decodes to 3 bytes, not 32"),
-        (challengeBody(["challenge": #"{"input":5,"hmac":"\#(hmac32)"}"#]), "challenge.input is missing or not a non-empty string"),
-        (challengeBody(["difficulty": "33"]), "difficulty 33 is outside 0…32"),
-        (challengeBody(["difficulty": "-1"]), "difficulty -1 is outside 0…32"),
-        (challengeBody(["difficulty": "8.5"]), "difficulty is missing or not an integer"),
-        (challengeBody(["difficulty": "\"8\""]), "difficulty is missing or not an integer"),
-        (challengeBody(["challenge_type": "\"h000\""]), "challenge_type h000 is not a type this client knows"),
-        (challengeBody(["challenge_type": "\"\(ChallengeType.networkBandwidth.id)\""]), "the network-bandwidth challenge is for browsers only"),
-        (challengeBody(["challenge_type": "\"\(ChallengeType.scrypt.id)\"", "memory": "100"]), "scrypt memory 100 is not a power of two in 2...65536"),
-        (challengeBody(["memory": "\"lots\""]), "memory is not an integer"),
-    ])
+    @Test(
+        "bad challenges are clear errors, never crashes",
+        arguments: [
+            ("{\"challenge\": ", "the body is not JSON"),
+            ("[1,2]", "the challenge is an array, not an object"),
+            (challengeBody(["challenge": nil]), "challenge is missing or not an object"),
+            (challengeBody(["challenge": #"{"input":"%%%not base64","hmac":"\#(hmac32)"}"#]), "challenge.input is not base64"),
+            (challengeBody(["challenge": #"{"input":"\#(challengeInput)","hmac":"@@@"}"#]), "challenge.hmac is not base64"),
+            (challengeBody(["challenge": #"{"input":"\#(challengeInput)","hmac":"AAAA"}"#]), "challenge.hmac decodes to 3 bytes, not 32"),
+            (challengeBody(["challenge": #"{"input":5,"hmac":"\#(hmac32)"}"#]), "challenge.input is missing or not a non-empty string"),
+            (challengeBody(["difficulty": "33"]), "difficulty 33 is outside 0…32"),
+            (challengeBody(["difficulty": "-1"]), "difficulty -1 is outside 0…32"),
+            (challengeBody(["difficulty": "8.5"]), "difficulty is missing or not an integer"),
+            (challengeBody(["difficulty": "\"8\""]), "difficulty is missing or not an integer"),
+            (challengeBody(["challenge_type": "\"h000\""]), "challenge_type h000 is not a type this client knows"),
+            (challengeBody(["challenge_type": "\"\(ChallengeType.networkBandwidth.id)\""]), "the network-bandwidth challenge is for browsers only"),
+            (
+                challengeBody(["challenge_type": "\"\(ChallengeType.scrypt.id)\"", "memory": "100"]),
+                "scrypt memory 100 is not a power of two in 2...65536"
+            ),
+            (challengeBody(["memory": "\"lots\""]), "memory is not an integer"),
+        ])
     func badChallenges(body: String, expected: String) {
         #expect(problem(body) == expected)
     }
@@ -85,7 +90,9 @@ struct WireFormatTests {
         #expect(document["challenge"]?["hmac"] == .string(challenge.hmac))
         #expect(document["signals"] == .array([]))
         #expect(document["existing_token"] == nil)
-        #expect(document["metrics"] == .array([.object(["name": .string("ChallengeExecutionTime"), "value": .number(12.5), "unit": .string("Milliseconds")])]))
+        #expect(
+            document["metrics"]
+                == .array([.object(["name": .string("ChallengeExecutionTime"), "value": .number(12.5), "unit": .string("Milliseconds")])]))
         var renewing = request
         renewing.existingToken = "old"
         #expect(JSONValue.parse(try renewing.encoded())?["existing_token"] == .string("old"))

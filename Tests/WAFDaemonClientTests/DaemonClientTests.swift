@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import WAFDaemonClient
 import WAFTestSupport
 import WAFTestTraits
+
+@testable import WAFDaemonClient
 
 @Suite("The daemon's Swift client", .offPool, .timeLimit(.minutes(2)))
 struct DaemonClientTests {

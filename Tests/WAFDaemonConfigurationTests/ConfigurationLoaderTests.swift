@@ -2,11 +2,12 @@ import ArgumentParser
 import Foundation
 import Testing
 import WAFTestSupport
+import WAFTestTraits
 import WAFTokenCore
+
 @testable import WAFDaemonConfiguration
 @testable import WAFTokenDaemon
 @testable import WAFTokenProxy
-import WAFTestTraits
 
 private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
 private let required = "applicationIntegrationUrl: \(url)\ndomainName: example.com\n"
@@ -17,7 +18,9 @@ func configFile(_ text: String) throws -> String {
     return path
 }
 
-private func load(cli: [String: String] = [:], env: [String: String] = [:], yaml: String? = nil) throws -> Result<DaemonConfiguration, WAFConfigurationError> {
+private func load(
+    cli: [String: String] = [:], env: [String: String] = [:], yaml: String? = nil
+) throws -> Result<DaemonConfiguration, WAFConfigurationError> {
     ConfigurationLoader.load(ConfigurationSources(commandLine: cli, environment: env, file: try yaml.map(configFile) ?? "/dev/null"))
 }
 
@@ -68,8 +71,10 @@ struct ConfigurationLoaderTests {
         #expect(environment["WAF_TOKEND_TOKEN_SERVICE_CA_FILE"] == "/etc/ca.pem")
         let command = try WAFTokendCommand.parse(top.flatMap { [$0.optionName, values[$0.name]!] })
         #expect(command.keys.values == values)
-        let yaml = top.map { spec in spec.section.map { "\($0):\n  \(spec.name.dropFirst($0.count + 1)): \(values[spec.name]!)" } ?? "\(spec.name): \(values[spec.name]!)" }
-            .joined(separator: "\n")
+        let yaml = top.map { spec in
+            spec.section.map { "\($0):\n  \(spec.name.dropFirst($0.count + 1)): \(values[spec.name]!)" } ?? "\(spec.name): \(values[spec.name]!)"
+        }
+        .joined(separator: "\n")
         let fromFile = try load(yaml: yaml).get()
         for config in [try load(env: environment).get(), try load(cli: command.keys.values).get(), fromFile] {
             #expect(config.provider.backgroundRefreshEnabled == false)
@@ -98,20 +103,31 @@ struct ConfigurationLoaderTests {
     func proxyKeys() throws {
         let base = ["applicationIntegrationUrl": url, "domainName": "example.com"]
         func refused(_ values: [String: String]) throws -> [String] { problems(try load(cli: base.merging(values) { $1 })) }
-        #expect(try refused(["proxy.listen": "0.0.0.0:8089", "proxy.upstream": "https://example.com"]).first?.contains(
-            "proxy.listen: \"0.0.0.0:8089\" is neither a Unix socket path nor a loopback address with a port") == true)
-        #expect(try refused(["proxy.listen": "/run/p.sock"]) == [
-            "proxy.upstream: is required with proxy.listen (allowed: an absolute https URL (http only to a loopback host))"
-        ])
+        #expect(
+            try refused(["proxy.listen": "0.0.0.0:8089", "proxy.upstream": "https://example.com"]).first?.contains(
+                "proxy.listen: \"0.0.0.0:8089\" is neither a Unix socket path nor a loopback address with a port") == true)
+        #expect(
+            try refused(["proxy.listen": "/run/p.sock"]) == [
+                "proxy.upstream: is required with proxy.listen (allowed: an absolute https URL (http only to a loopback host))"
+            ])
         #expect(try refused(["proxy.upstream": "https://example.com"]).first?.hasPrefix("proxy.listen: is required with proxy.upstream") == true)
         #expect(try refused(["proxy.listen": "/run/p.sock", "proxy.upstream": "https://evil.com/"]).first?.contains("names evil.com") == true)
         #expect(try refused(["proxy.listen": "/run/p.sock", "proxy.upstream": "http://example.com/"]).first?.contains("uses http") == true)
         // Unset, the proxy's lists and mode are the socket's; an empty list is a list of its own.
-        let inherited = try #require(ProxySettings(try load(cli: base.merging([
-            "proxy.listen": "/run/p.sock", "proxy.upstream": "https://example.com", "socket.allowedUsers": "alice", "socket.mode": "0600",
-        ]) { $1 }).get()))
+        let inherited = try #require(
+            ProxySettings(
+                try load(
+                    cli: base.merging([
+                        "proxy.listen": "/run/p.sock", "proxy.upstream": "https://example.com", "socket.allowedUsers": "alice", "socket.mode": "0600",
+                    ]) { $1 }
+                ).get()))
         #expect(inherited.allowedUsers == ["alice"] && inherited.mode == 0o600)
-        let own = try #require(ProxySettings(try load(yaml: "applicationIntegrationUrl: \(url)\ndomainName: example.com\nsocket:\n  allowedUsers: [alice]\nproxy:\n  listen: /run/p.sock\n  upstream: https://example.com\n  allowedUsers: []\n").get()))
+        let own = try #require(
+            ProxySettings(
+                try load(
+                    yaml:
+                        "applicationIntegrationUrl: \(url)\ndomainName: example.com\nsocket:\n  allowedUsers: [alice]\nproxy:\n  listen: /run/p.sock\n  upstream: https://example.com\n  allowedUsers: []\n"
+                ).get()))
         #expect(own.allowedUsers.isEmpty)
         #expect(try load(cli: base).get()[Keys.proxyListen] == nil)
     }
@@ -137,14 +153,17 @@ struct ConfigurationLoaderTests {
             switch spec.kind {
             case .list: shapes = ["{a: 1}": "is a map, not a list", "[[x]]": "holds a list, not a user or group name or id"]
             case .bool: shapes["5"] = "is a number, not a boolean"; shapes["\"true\""] = "is a string, not a boolean"; shapes["null"] = "is null"
-            case .integer: shapes["\"5\""] = "is a string, not an integer"; shapes["true"] = "is a boolean, not an integer"; shapes["null"] = "is null"
+            case .integer:
+                shapes["\"5\""] = "is a string, not an integer"; shapes["true"] = "is a boolean, not an integer"; shapes["null"] = "is null"
             case .absolutePath, .socketPath, .choice: shapes["5"] = "is a number, not a string"; shapes["true"] = "is a boolean, not a string"
             case .octalMode: shapes["true"] = "is a boolean, not a string"
             case .provider(let key):
                 shapes["null"] = "is null"
                 switch key {
-                case .backgroundRefreshEnabled, .setTokenCookie: shapes["5"] = "is a number, not a boolean"; shapes["\"true\""] = "is a string, not a boolean"
-                case .maxRetryCount, .maxErrorTokenRefreshDelayMsec, .tokenRefreshDelaySec: shapes["\"5\""] = "is a string, not an integer"; shapes["true"] = "is a boolean, not an integer"
+                case .backgroundRefreshEnabled, .setTokenCookie:
+                    shapes["5"] = "is a number, not a boolean"; shapes["\"true\""] = "is a string, not a boolean"
+                case .maxRetryCount, .maxErrorTokenRefreshDelayMsec, .tokenRefreshDelaySec:
+                    shapes["\"5\""] = "is a string, not an integer"; shapes["true"] = "is a boolean, not an integer"
                 default: shapes["5"] = "is a number, not a string"; shapes["true"] = "is a boolean, not a string"
                 }
             default: break
@@ -168,16 +187,18 @@ struct ConfigurationLoaderTests {
     @Test("CFG-9 for the daemon: wrong values name key, value, range and where the value came from")
     func CFG9_errorsNameKeyValueRangeAndOrigin() throws {
         let path = try configFile("applicationIntegrationUrl: \(url)\ndomainName: co.uk\nsocket:\n  mode: \"0999\"\n")
-        let result = ConfigurationLoader.load(ConfigurationSources(
-            commandLine: ["tokenRefreshDelaySec": "60"],
-            environment: ["WAF_TOKEND_MAX_RETRY_COUNT": "eleven", "WAF_TOKEND_LOG_LEVEL": "loud"], file: path))
-        #expect(problems(result) == [
-            "domainName: \"co.uk\" is a public suffix by the Public Suffix List (from domainName in \(path)) (allowed: a bare host name or IP address (no scheme, port, path or query) that is not a public suffix)",
-            "maxRetryCount: \"eleven\" is not an integer (from WAF_TOKEND_MAX_RETRY_COUNT) (allowed: an integer 0…10)",
-            "tokenRefreshDelaySec: 60 is out of range for ranges: seed (from --token-refresh-delay-sec) (allowed: an integer 300…600)",
-            "socket.mode: \"0999\" is not an octal mode (from socket.mode in \(path)) (allowed: an octal file mode such as \"0660\" (0000…0777))",
-            "log.level: \"loud\" is not allowed (from WAF_TOKEND_LOG_LEVEL) (allowed: one of trace, debug, info, notice, warning, error, critical)",
-        ])
+        let result = ConfigurationLoader.load(
+            ConfigurationSources(
+                commandLine: ["tokenRefreshDelaySec": "60"],
+                environment: ["WAF_TOKEND_MAX_RETRY_COUNT": "eleven", "WAF_TOKEND_LOG_LEVEL": "loud"], file: path))
+        #expect(
+            problems(result) == [
+                "domainName: \"co.uk\" is a public suffix by the Public Suffix List (from domainName in \(path)) (allowed: a bare host name or IP address (no scheme, port, path or query) that is not a public suffix)",
+                "maxRetryCount: \"eleven\" is not an integer (from WAF_TOKEND_MAX_RETRY_COUNT) (allowed: an integer 0…10)",
+                "tokenRefreshDelaySec: 60 is out of range for ranges: seed (from --token-refresh-delay-sec) (allowed: an integer 300…600)",
+                "socket.mode: \"0999\" is not an octal mode (from socket.mode in \(path)) (allowed: an octal file mode such as \"0660\" (0000…0777))",
+                "log.level: \"loud\" is not allowed (from WAF_TOKEND_LOG_LEVEL) (allowed: one of trace, debug, info, notice, warning, error, critical)",
+            ])
     }
 
     @Test("a typo in the file is refused, not ignored; a missing --config file and bad YAML are one clear sentence each")
@@ -188,11 +209,17 @@ struct ConfigurationLoaderTests {
         #expect(problems(typo).contains { $0.hasPrefix("tokenRefreshDelay: is not a configuration key") })
 
         let missing = ConfigurationLoader.load(ConfigurationSources(file: "/nonexistent/waf.yaml"))
-        #expect(problems(missing) == ["--config: \"/nonexistent/waf.yaml\" cannot be used: it does not exist (allowed: a readable YAML file of at most 1 MiB)"])
+        #expect(
+            problems(missing) == [
+                "--config: \"/nonexistent/waf.yaml\" cannot be used: it does not exist (allowed: a readable YAML file of at most 1 MiB)"
+            ])
         let broken = problems(try load(yaml: "domainName: [unclosed\n"))
         #expect(broken.count == 1 && broken[0].contains("cannot be used: it is not valid YAML:") && broken[0].contains("line"))
         let directory = ConfigurationLoader.load(ConfigurationSources(file: "/tmp"))
-        #expect(problems(directory) == ["--config: \"/tmp\" cannot be used: it is a directory, not a file (allowed: a readable YAML file of at most 1 MiB)"])
+        #expect(
+            problems(directory) == [
+                "--config: \"/tmp\" cannot be used: it is a directory, not a file (allowed: a readable YAML file of at most 1 MiB)"
+            ])
         let notAMap = problems(try load(yaml: "- a\n- b\n"))
         #expect(notAMap.first?.contains("its top level is a list, not a map of keys") == true)
         let twice = problems(try load(yaml: "\(required)maxRetryCount: 1\nmaxRetryCount: 2\n"))
@@ -241,7 +268,9 @@ struct ConfigurationLoaderTests {
         #expect(problems(try load(cli: ["socket.path": fits, "proxy.listen": fits + ".p"], yaml: required)).count == 1, "107 bytes fit")
         let refused = problems(try load(cli: ["socket.path": fits + "x", "proxy.listen": fits + "x"], yaml: required))
         #expect(refused.count == 2, "\(refused)")
-        #expect(refused.first?.hasPrefix("socket.path: ") == true && refused.first?.contains("is 108 bytes long; a Unix socket address holds at most 107") == true)
+        #expect(
+            refused.first?.hasPrefix("socket.path: ") == true
+                && refused.first?.contains("is 108 bytes long; a Unix socket address holds at most 107") == true)
         #expect(refused.last?.hasPrefix("proxy.listen: ") == true && refused.last?.contains("at most 107") == true)
         // --check-config finds it, and the daemon exits 78 before it binds anything.
         let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
@@ -266,14 +295,19 @@ struct ConfigurationLoaderTests {
 
     @Test("empty means not set for an optional key (in the file, or an empty variable), so lower sources still count")
     func emptyIsUnset() throws {
-        let config = try load(env: ["WAF_TOKEND_SINKS_TOKEN_FILE": "", "STATE_DIRECTORY": "/var/lib/waf-tokend"], yaml: "\(required)stateDirectory:\nsinks:\n  tokenFile:\n").get()
+        let config = try load(
+            env: ["WAF_TOKEND_SINKS_TOKEN_FILE": "", "STATE_DIRECTORY": "/var/lib/waf-tokend"],
+            yaml: "\(required)stateDirectory:\nsinks:\n  tokenFile:\n"
+        ).get()
         #expect(config[Keys.sinksTokenFile] == nil)
         #expect(config[Keys.stateDirectory] == "/var/lib/waf-tokend", "systemd's STATE_DIRECTORY when nothing sets it")
     }
 
     @Test("the effective configuration reads back as the same configuration")
     func effectiveConfigurationRoundTrips() throws {
-        let first = try load(cli: ["applicationIntegrationUrl": url, "domainName": "example.com", "socket.allowedUsers": "a,b", "stateDirectory": "/var/lib/x"]).get()
+        let first = try load(cli: [
+            "applicationIntegrationUrl": url, "domainName": "example.com", "socket.allowedUsers": "a,b", "stateDirectory": "/var/lib/x",
+        ]).get()
         let second = try load(yaml: first.effectiveYAML).get()
         #expect(second.effectiveYAML == first.effectiveYAML)
         #expect(first.effectiveYAML.contains("socket:\n  path: /run/waf-tokend/token.sock\n  mode: \"0660\"\n  allowedUsers: [a, b]\n"))
@@ -304,6 +338,7 @@ struct ConfigurationLoaderTests {
         let readme = try String(contentsOf: repositoryDirectory.appendingPathComponent("README.md"), encoding: .utf8)
         #expect(
             readme.contains(ConfigurationReference.markdown),
-            "README.md's configuration reference differs from the key table: run `.build/debug/waf-tokend --print-configuration-reference` and paste it over the old one")
+            "README.md's configuration reference differs from the key table: run `.build/debug/waf-tokend --print-configuration-reference` and paste it over the old one"
+        )
     }
 }

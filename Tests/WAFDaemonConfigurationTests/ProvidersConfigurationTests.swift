@@ -1,15 +1,18 @@
 import Foundation
 import Testing
 import WAFTestSupport
+import WAFTestTraits
 import WAFTokenCore
+
 @testable import WAFDaemonConfiguration
 @testable import WAFTokenDaemon
-import WAFTestTraits
 
 private let api = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
 private let pay = "https://abcdefabcdef.eu-west-1.sdk.awswaf.com/abcdefabcdef/abcdefabcdef/"
 
-private func load(_ yaml: String, cli: [String: String] = [:], env: [String: String] = [:]) throws -> Result<DaemonConfiguration, WAFConfigurationError> {
+private func load(
+    _ yaml: String, cli: [String: String] = [:], env: [String: String] = [:]
+) throws -> Result<DaemonConfiguration, WAFConfigurationError> {
     ConfigurationLoader.load(ConfigurationSources(commandLine: cli, environment: env, file: try configFile(yaml)))
 }
 
@@ -31,7 +34,9 @@ struct ProvidersConfigurationTests {
             allowedGroups: [payments]
         """
 
-    @Test("MULTI-1: the top-level identity is provider default; an entry under providers is another, its SDK keys inherited from the top level, its own keys its own")
+    @Test(
+        "MULTI-1: the top-level identity is provider default; an entry under providers is another, its SDK keys inherited from the top level, its own keys its own"
+    )
     func MULTI1_providersAndInheritance() throws {
         let config = try load(Self.two).get()
         #expect(config.providers.map(\.name) == ["default", "pay"])
@@ -50,8 +55,11 @@ struct ProvidersConfigurationTests {
 
     @Test("MULTI-1: options and variables reach provider keys, above the file, and can name a provider of their own")
     func MULTI1_optionsAndVariables() throws {
-        let env = ["WAF_TOKEND_PROVIDERS_PAY_TOKEN_REFRESH_DELAY_SEC": "500", "WAF_TOKEND_PROVIDERS_SHOP_EU_DOMAIN_NAME": "shop.example.com",
-                   "WAF_TOKEND_PROVIDERS_SHOP_EU_APPLICATION_INTEGRATION_URL": pay.replacingOccurrences(of: "abcdefabcdef/abcdefabcdef", with: "aaaaaaaaaaaa/aaaaaaaaaaaa")]
+        let env = [
+            "WAF_TOKEND_PROVIDERS_PAY_TOKEN_REFRESH_DELAY_SEC": "500", "WAF_TOKEND_PROVIDERS_SHOP_EU_DOMAIN_NAME": "shop.example.com",
+            "WAF_TOKEND_PROVIDERS_SHOP_EU_APPLICATION_INTEGRATION_URL": pay.replacingOccurrences(
+                of: "abcdefabcdef/abcdefabcdef", with: "aaaaaaaaaaaa/aaaaaaaaaaaa"),
+        ]
         let cli = ["providers.pay.tokenRefreshDelaySec": "600", "providers.pay.sinks.tokenFile": "/run/pay"]
         let config = try load(Self.two, cli: cli, env: env).get()
         #expect(config.providers.map(\.name) == ["default", "pay", "shop-eu"])
@@ -63,26 +71,42 @@ struct ProvidersConfigurationTests {
         // The table's own names for them.
         #expect(Keys.sinksTokenFile.spec.environmentName(provider: "shop-eu") == "WAF_TOKEND_PROVIDERS_SHOP_EU_SINKS_TOKEN_FILE")
         #expect(Keys.sinksTokenFile.spec.optionName(provider: "pay") == "--providers.pay.sinks.tokenFile")
-        let parsed = WAFTokendCommand.extractProviderOptions(["--providers.pay.domainName", "p.example.com", "--providers.pay.maxRetryCount=4", "--log-level", "debug"])
+        let parsed = WAFTokendCommand.extractProviderOptions([
+            "--providers.pay.domainName", "p.example.com", "--providers.pay.maxRetryCount=4", "--log-level", "debug",
+        ])
         #expect(parsed.rest == ["--log-level", "debug"])
         #expect(parsed.options == ["providers.pay.domainName": "p.example.com", "providers.pay.maxRetryCount": "4"])
     }
 
-    @Test("MULTI-1: a bad name, an entry that is no map, an unknown key, one identity twice, one file or address twice, providers.default beside a top-level identity: each an error naming the key", arguments: [
-        ("providers:\n  Pay:\n    domainName: p.example.com\n", "providers.Pay: is not a provider name"),
-        ("providers:\n  -pay:\n    domainName: p.example.com\n", "providers.-pay: is not a provider name"),
-        ("providers:\n  \(String(repeating: "a", count: 33)):\n    domainName: p.example.com\n", "is not a provider name"),
-        ("providers: [a, b]\n", "providers: is a list, not a map of names to providers"),
-        ("providers:\n  pay: true\n", "providers.pay: is a boolean, not a map of keys"),
-        ("providers:\n  pay:\n    domainName: p.example.com\n    socket:\n      path: /x\n", "providers.pay.socket: is not a configuration key"),
-        ("providers:\n  pay:\n    domainName: p.example.com\n    proxy:\n      lissen: /x\n", "providers.pay.proxy.lissen: is not a configuration key"),
-        ("providers:\n  pay:\n    domainName: API.example.com\n", "providers.pay.domainName: \"api.example.com\" gives provider pay the identity of provider default"),
-        ("providers:\n  pay:\n    domainName: p.example.com\n    sinks:\n      tokenFile: /var/lib/t/api\n", "providers.pay.sinks.tokenFile: \"/var/lib/t/api\" is provider default's token file too"),
-        ("providers:\n  default:\n    domainName: p.example.com\n", "providers.default: is the provider the top-level applicationIntegrationUrl and domainName make"),
-        ("providers:\n  pay:\n    domainName: co.uk\n", "providers.pay.domainName: \"co.uk\" is a public suffix"),
-        ("providers:\n  pay:\n    domainName: p.example.com\n    maxRetryCount: 11\n", "providers.pay.maxRetryCount: 11 is out of range"),
-        ("allowedUsers: [alice]\n", "allowedUsers: is not a configuration key"),
-    ])
+    @Test(
+        "MULTI-1: a bad name, an entry that is no map, an unknown key, one identity twice, one file or address twice, providers.default beside a top-level identity: each an error naming the key",
+        arguments: [
+            ("providers:\n  Pay:\n    domainName: p.example.com\n", "providers.Pay: is not a provider name"),
+            ("providers:\n  -pay:\n    domainName: p.example.com\n", "providers.-pay: is not a provider name"),
+            ("providers:\n  \(String(repeating: "a", count: 33)):\n    domainName: p.example.com\n", "is not a provider name"),
+            ("providers: [a, b]\n", "providers: is a list, not a map of names to providers"),
+            ("providers:\n  pay: true\n", "providers.pay: is a boolean, not a map of keys"),
+            ("providers:\n  pay:\n    domainName: p.example.com\n    socket:\n      path: /x\n", "providers.pay.socket: is not a configuration key"),
+            (
+                "providers:\n  pay:\n    domainName: p.example.com\n    proxy:\n      lissen: /x\n",
+                "providers.pay.proxy.lissen: is not a configuration key"
+            ),
+            (
+                "providers:\n  pay:\n    domainName: API.example.com\n",
+                "providers.pay.domainName: \"api.example.com\" gives provider pay the identity of provider default"
+            ),
+            (
+                "providers:\n  pay:\n    domainName: p.example.com\n    sinks:\n      tokenFile: /var/lib/t/api\n",
+                "providers.pay.sinks.tokenFile: \"/var/lib/t/api\" is provider default's token file too"
+            ),
+            (
+                "providers:\n  default:\n    domainName: p.example.com\n",
+                "providers.default: is the provider the top-level applicationIntegrationUrl and domainName make"
+            ),
+            ("providers:\n  pay:\n    domainName: co.uk\n", "providers.pay.domainName: \"co.uk\" is a public suffix"),
+            ("providers:\n  pay:\n    domainName: p.example.com\n    maxRetryCount: 11\n", "providers.pay.maxRetryCount: 11 is out of range"),
+            ("allowedUsers: [alice]\n", "allowedUsers: is not a configuration key"),
+        ])
     func MULTI1_badProviders(text: String, problem: String) throws {
         let top = "applicationIntegrationUrl: \(api)\ndomainName: api.example.com\nsinks:\n  tokenFile: /var/lib/t/api\n"
         let found = problems(try load(top + text))
@@ -92,8 +116,14 @@ struct ProvidersConfigurationTests {
     @Test("MULTI-1: a variable or option for no provider key is refused, naming it")
     func MULTI1_unknownProviderVariables() throws {
         let top = "applicationIntegrationUrl: \(api)\ndomainName: api.example.com\n"
-        #expect(problems(try load(top, env: ["WAF_TOKEND_PROVIDERS_PAY_SOCKET_PATH": "/x"])).contains { $0.hasPrefix("WAF_TOKEND_PROVIDERS_PAY_SOCKET_PATH: names no key a provider has") })
-        #expect(problems(try load(top, cli: ["providers.pay.socket.path": "/x"])).contains { $0.hasPrefix("--providers.pay.socket.path: names no key a provider has") })
+        #expect(
+            problems(try load(top, env: ["WAF_TOKEND_PROVIDERS_PAY_SOCKET_PATH": "/x"])).contains {
+                $0.hasPrefix("WAF_TOKEND_PROVIDERS_PAY_SOCKET_PATH: names no key a provider has")
+            })
+        #expect(
+            problems(try load(top, cli: ["providers.pay.socket.path": "/x"])).contains {
+                $0.hasPrefix("--providers.pay.socket.path: names no key a provider has")
+            })
     }
 
     @Test("MULTI-1: --check-config shows every provider's keys in force, and reads back as the same providers")

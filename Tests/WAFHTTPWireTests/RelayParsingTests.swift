@@ -1,8 +1,8 @@
 import NIOCore
 import Testing
+import WAFTestTraits
 
 @testable import WAFHTTPWire
-import WAFTestTraits
 
 /// The proxy's reading of HTTP, without I/O: heads, framing, chunks; every input also cut at
 /// every byte, as reads deliver it.
@@ -12,7 +12,8 @@ struct RelayParsingTests {
     static func request(_ text: String) -> Result<HTTPFraming, HTTPHeadParser.Failure> {
         Result { () throws(HTTPHeadParser.Failure) in
             let bytes = ByteBuffer(string: text)
-            guard let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in try HTTPHeadParser.headEnd(raw, limit: 16384) }) else {
+            guard let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in try HTTPHeadParser.headEnd(raw, limit: 16384) })
+            else {
                 throw .malformed("incomplete")
             }
             return try HTTPFraming.request(HTTPHeadParser.request(bytes.getSlice(at: 0, length: end)!))
@@ -103,7 +104,9 @@ struct RelayParsingTests {
         return try bytes.withUnsafeBytes { raw throws(HTTPHeadParser.Failure) in try HTTPHeadParser.headEnd(raw, limit: 16384, from: cut) }
     }
 
-    @Test("answers: HEAD, 1xx, 204 and 304 have no body; chunks; a length; else to the close; lengths that disagree and codings other than chunked refused")
+    @Test(
+        "answers: HEAD, 1xx, 204 and 304 have no body; chunks; a length; else to the close; lengths that disagree and codings other than chunked refused"
+    )
     func answerFraming() throws {
         func framing(_ text: String, toHead: Bool = false) throws(HTTPHeadParser.Failure) -> HTTPFraming {
             try HTTPFraming.response(HTTPHeadParser.response(ByteBuffer(string: text)), toHead: toHead)
@@ -144,8 +147,10 @@ struct RelayParsingTests {
 
     @Test(
         "a chunked body that could be read two ways is refused",
-        arguments: ["5\r\nhello!\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n", "5\r\nhello\n0\r\n\r\n", "z\r\n", "-5\r\n", "\r\n", "5 \u{01}\r\n",
-            "0\r\nX: 1\n\r\n", "0\r\n\n", "fffffffffffffffff\r\n"])
+        arguments: [
+            "5\r\nhello!\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n", "5\r\nhello\n0\r\n\r\n", "z\r\n", "-5\r\n", "\r\n", "5 \u{01}\r\n",
+            "0\r\nX: 1\n\r\n", "0\r\n\n", "fffffffffffffffff\r\n",
+        ])
     func badChunks(text: String) {
         var scanner = ChunkedScanner()
         #expect(throws: HTTPHeadParser.Failure.self, "\(text.debugDescription)") {

@@ -1,12 +1,12 @@
 import Testing
 import WAFJSON
+import WAFTestTraits
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
 import Foundation
 #endif
-import WAFTestTraits
 
 @Suite("JSON values", .offPool)
 struct JSONValueTests {
@@ -14,10 +14,12 @@ struct JSONValueTests {
     func parsesEveryKind() {
         let document = #"{"a": null, "b": true, "c": 1.5, "d": "x", "e": [1, "two", [false]], "f": {"g": {}}}"#
         let value = JSONValue.parse(Array(document.utf8))
-        #expect(value == .object([
-            "a": .null, "b": .bool(true), "c": .number(1.5), "d": .string("x"),
-            "e": .array([.number(1), .string("two"), .array([.bool(false)])]), "f": .object(["g": .object([:])]),
-        ]))
+        #expect(
+            value
+                == .object([
+                    "a": .null, "b": .bool(true), "c": .number(1.5), "d": .string("x"),
+                    "e": .array([.number(1), .string("two"), .array([.bool(false)])]), "f": .object(["g": .object([:])]),
+                ]))
     }
 
     @Test("a number is never read as a boolean, nor a boolean as a number")

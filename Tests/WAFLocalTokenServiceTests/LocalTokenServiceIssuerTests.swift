@@ -3,9 +3,10 @@ import Foundation
 import NIOHTTP1
 import Testing
 import WAFChallenge
-@testable import WAFLocalTokenService
 import WAFJSON
 import WAFTestTraits
+
+@testable import WAFLocalTokenService
 
 @Suite("Local token service: challenges and tokens", .offPool)
 struct LocalTokenServiceIssuerTests {

@@ -60,7 +60,8 @@ struct DebianPackageTests {
         #expect(try await sh("waf-tokend --version").stdout.hasPrefix(version))
         #expect(try await sh("man -w waf-tokend 2>/dev/null || test -e /usr/share/man/man1/waf-tokend.1.gz").status == 0)
         // The operator points it at a token service and restarts it; it serves a token.
-        let configure = try await sh("""
+        let configure = try await sh(
+            """
             sed -i -e 's|^applicationIntegrationUrl:.*|applicationIntegrationUrl: \(service.url)|' -e 's|^domainName:.*|domainName: 127.0.0.1|' \
                 /etc/waf-tokend/waf-tokend.yaml && systemctl restart waf-tokend.service
             """)

@@ -25,7 +25,9 @@ struct ImageTests {
             ])
             #expect(consumer.status == 0, "\(consumer.stderr)")
             #expect(consumer.stdout.count > 40, "a token on stdout")
-            let status = try await Packaging.podman(["run", "--rm", "-v", "\(volume.path):/run/waf-tokend", "--entrypoint", "/usr/bin/waf-tokenctl", image, "status"])
+            let status = try await Packaging.podman([
+                "run", "--rm", "-v", "\(volume.path):/run/waf-tokend", "--entrypoint", "/usr/bin/waf-tokenctl", image, "status",
+            ])
             #expect(status.stdout.contains("token:     fresh"), "\(status.stdout)")
             let shell = try await Packaging.podman(["run", "--rm", "--entrypoint", "/bin/sh", image, "-c", "true"])
             #expect(shell.status != 0, "no shell in the image")

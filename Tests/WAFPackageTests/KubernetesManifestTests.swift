@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 import WAFTestSupport
-@testable import WAFDaemonConfiguration
 import WAFTestTraits
+
+@testable import WAFDaemonConfiguration
 
 /// deploy/kubernetes/: the manifests parse, and every command and path they give waf-tokend's
 /// container exists in the image.
@@ -31,9 +32,10 @@ struct KubernetesManifestTests {
         let pod = try Self.load("pod.yaml")
         let sidecar = try #require(pod["spec"]?["initContainers"]?.items.first)
         #expect(sidecar["restartPolicy"]?.text == "Always")
-        #expect(sidecar["readinessProbe"]?["exec"]?["command"]?.items.map(\.text) == [
-            "/usr/bin/waf-tokenctl", "--socket", "/run/waf-tokend/token.sock", "health",
-        ])
+        #expect(
+            sidecar["readinessProbe"]?["exec"]?["command"]?.items.map(\.text) == [
+                "/usr/bin/waf-tokenctl", "--socket", "/run/waf-tokend/token.sock", "health",
+            ])
         #expect(sidecar["resources"]?["limits"]?["memory"]?.text == "64Mi", "the systemd unit's MemoryMax")
         let app = try #require(pod["spec"]?["containers"]?.items.first)
         #expect(app["volumeMounts"]?.items.contains { $0["mountPath"]?.text == "/run/waf-tokend" } == true, "the app sees the socket")
@@ -52,7 +54,8 @@ struct KubernetesManifestTests {
         let groups = Dictionary(uniqueKeysWithValues: config.providers.map { ($0.domainName, $0[Keys.providerAllowedGroups] ?? []) })
         #expect(groups == ["shop.example.com": ["3001"], "pay.example.com": ["3002"]])
         let daemonSet = try Self.load("tenants/daemonset.yaml")
-        #expect(daemonSet["spec"]?["template"]?["spec"]?["volumes"]?.items.contains { $0["configMap"]?["name"]?.text == "waf-tokend-tenants" } == true)
+        #expect(
+            daemonSet["spec"]?["template"]?["spec"]?["volumes"]?.items.contains { $0["configMap"]?["name"]?.text == "waf-tokend-tenants" } == true)
         for app in try Self.load("tenants/apps.yaml")["items"]?.items ?? [] {
             let spec = app["spec"]?["template"]?["spec"]
             let group = try #require(spec?["securityContext"]?["runAsGroup"]?.text)

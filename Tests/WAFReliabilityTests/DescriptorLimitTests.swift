@@ -5,7 +5,9 @@ import WAFTestTraits
 
 @Suite("Reliability: at the descriptor limit", .offPool, .serialized, .timeLimit(.minutes(10)))
 struct DescriptorLimitTests {
-    @Test("at its descriptor limit the daemon backs off accepting (a few percent of a core), serves the connections it has, accepts again once descriptors free up, and says so once; the socket and the proxy alike")
+    @Test(
+        "at its descriptor limit the daemon backs off accepting (a few percent of a core), serves the connections it has, accepts again once descriptors free up, and says so once; the socket and the proxy alike"
+    )
     func backsOffAtTheDescriptorLimit() async throws {
         let proxy = try scratchDirectory("waf-limit").appendingPathComponent("proxy.sock").path
         // Bounded: 150 clients at a limit of 64; full: 2,000 at the usual soft limit of 1,024.
@@ -28,7 +30,9 @@ struct DescriptorLimitTests {
                     #expect(regular.response(timeout: .seconds(5)).status == 200, "\(name): before the flood")
                     let crowd = try (0..<clients).map { _ in try RawSocket(path: path) }
                     let share = try await ProcessReadings.coreShare(pid, over: .seconds(3))
-                    Scale.report("descriptor limit, \(name): \(String(format: "%.1f", share * 100)) % of a core while \(clients) clients wait at a limit of \(limit)")
+                    Scale.report(
+                        "descriptor limit, \(name): \(String(format: "%.1f", share * 100)) % of a core while \(clients) clients wait at a limit of \(limit)"
+                    )
                     #expect(share < 0.10, "\(name): \(share * 100) % of a core while at the limit")
                     regular.send("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")
                     #expect(regular.response(timeout: .seconds(5)).status == 200, "\(name): an open connection is still served")

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WAFChallenge
-import WAFTestSupport
 import WAFJSON
+import WAFTestSupport
 import WAFTestTraits
 
 @Suite("Reliability: kill -9 while files are written", .offPool, .serialized, .timeLimit(.minutes(30)))
@@ -42,7 +42,9 @@ struct KillTests {
         leftoversAfterStart += leftByTheKill.intersection(try temporaries(in: [directory.path, state])).count
         await last.stop()
         await service.stop()
-        Scale.report("\(kills) kills with writes in flight: \(torn.count) torn files, \(temporariesSeenAtKill) temporaries left by the kills, \(leftoversAfterStart) still there after the next start")
+        Scale.report(
+            "\(kills) kills with writes in flight: \(torn.count) torn files, \(temporariesSeenAtKill) temporaries left by the kills, \(leftoversAfterStart) still there after the next start"
+        )
         #expect(torn.isEmpty, "\(torn.prefix(3))")
         #expect(leftoversAfterStart == 0)
     }

@@ -18,14 +18,17 @@ struct LoadTests {
             let pid = daemon.process.processIdentifier
             let before = ProcessReadings.residentKiB(pid) ?? 0
             let seconds = Scale.pick(3, full: 30)
-            let pushers = (0..<8).map { index in Pusher(path: daemon.socketPath, request: index % 2 == 0 ? "GET /v1/token" : "GET /v1/cookie?path=/") }
+            let pushers = (0..<8).map { index in Pusher(path: daemon.socketPath, request: index % 2 == 0 ? "GET /v1/token" : "GET /v1/cookie?path=/")
+            }
             for pusher in pushers { pusher.start(for: .seconds(seconds)) }
             try await Task.sleep(for: .seconds(1))
             let latencies = probeLatencies(socket: daemon.socketPath, count: 2000)
             for pusher in pushers { await pusher.wait() }
             let after = ProcessReadings.residentKiB(pid) ?? .max
             let sent = pushers.reduce(0) { $0 + $1.bytesSent }
-            Scale.report("pipelining without reading, 8 clients, \(seconds) s: \(sent / 1024) KiB sent, RSS \(before / 1024) → \(after / 1024) MiB, peak \(limit.peakBytes.map { "\($0 >> 20) MiB" } ?? "?") of \(try MemoryLimit.shippedUnitLimit() >> 20) MiB, others' p99 \(String(format: "%.2f", quantile(latencies, 0.99) * 1000)) ms, OOM kills \(limit.oomKills)")
+            Scale.report(
+                "pipelining without reading, 8 clients, \(seconds) s: \(sent / 1024) KiB sent, RSS \(before / 1024) → \(after / 1024) MiB, peak \(limit.peakBytes.map { "\($0 >> 20) MiB" } ?? "?") of \(try MemoryLimit.shippedUnitLimit() >> 20) MiB, others' p99 \(String(format: "%.2f", quantile(latencies, 0.99) * 1000)) ms, OOM kills \(limit.oomKills)"
+            )
             #expect(after - before < 16 * 1024, "RSS grew \((after - before) / 1024) MiB")
             #expect(limit.oomKills == 0 && daemon.process.isRunning)
             #expect(latencies.count == 2000 && quantile(latencies, 0.99) < Scale.othersP99Bound)
@@ -50,7 +53,9 @@ struct LoadTests {
             let latencies = probeLatencies(socket: daemon.socketPath, count: 3000)
             await drip.value
             let cutOff = drippers.filter { $0.receive(timeout: .seconds(5)).closed }.count
-            Scale.report("\(sockets.count) idle and \(drippers.count) slow connections: others' p50 \(String(format: "%.2f", quantile(latencies, 0.5) * 1000)) ms, p99 \(String(format: "%.2f", quantile(latencies, 0.99) * 1000)) ms; \(cutOff) slow clients cut off; peak \(limit.peakBytes.map { "\($0 >> 20) MiB" } ?? "?"), OOM kills \(limit.oomKills)")
+            Scale.report(
+                "\(sockets.count) idle and \(drippers.count) slow connections: others' p50 \(String(format: "%.2f", quantile(latencies, 0.5) * 1000)) ms, p99 \(String(format: "%.2f", quantile(latencies, 0.99) * 1000)) ms; \(cutOff) slow clients cut off; peak \(limit.peakBytes.map { "\($0 >> 20) MiB" } ?? "?"), OOM kills \(limit.oomKills)"
+            )
             #expect(latencies.count == 3000 && quantile(latencies, 0.99) < Scale.othersP99Bound)
             #expect(cutOff == drippers.count, "every slow client gets 408 and is closed")
             #expect(limit.oomKills == 0 && daemon.process.isRunning)
@@ -62,15 +67,20 @@ struct LoadTests {
         let requests = Scale.pick(300_000, full: 10_000_000)
         try await underLimit { daemon, limit in
             let pid = daemon.process.processIdentifier
-            _ = try await run("/usr/bin/h2load", ["--h1", "-B", "unix:\(daemon.socketPath)", "-n", "50000", "-c", "16", "-t", "1", "http://localhost/v1/token"], timeout: .seconds(120))
+            _ = try await run(
+                "/usr/bin/h2load", ["--h1", "-B", "unix:\(daemon.socketPath)", "-n", "50000", "-c", "16", "-t", "1", "http://localhost/v1/token"],
+                timeout: .seconds(120))
             let (rss, fds) = (ProcessReadings.residentKiB(pid) ?? 0, ProcessReadings.openDescriptors(pid) ?? 0)
             let load = try await run(
-                "/usr/bin/h2load", ["--h1", "-B", "unix:\(daemon.socketPath)", "-n", String(requests), "-c", "16", "-t", "1", "http://localhost/v1/token"],
+                "/usr/bin/h2load",
+                ["--h1", "-B", "unix:\(daemon.socketPath)", "-n", String(requests), "-c", "16", "-t", "1", "http://localhost/v1/token"],
                 timeout: .seconds(1800))
             try await Task.sleep(for: .milliseconds(500))
             let (rssAfter, fdsAfter) = (ProcessReadings.residentKiB(pid) ?? .max, ProcessReadings.openDescriptors(pid) ?? .max)
             let succeeded = load.stdout.split(separator: "\n").first { $0.contains("requests:") }.map(String.init) ?? load.stdout
-            Scale.report("soak of \(requests) token reads: RSS \(rss) → \(rssAfter) KiB (\(rssAfter - rss) KiB), descriptors \(fds) → \(fdsAfter); \(succeeded.trimmingCharacters(in: .whitespaces))")
+            Scale.report(
+                "soak of \(requests) token reads: RSS \(rss) → \(rssAfter) KiB (\(rssAfter - rss) KiB), descriptors \(fds) → \(fdsAfter); \(succeeded.trimmingCharacters(in: .whitespaces))"
+            )
             #expect(load.status == 0 && load.stdout.contains("\(requests) succeeded"))
             #expect(rssAfter - rss < 1024)
             // Not one more: a connection of the warm-up that closes meanwhile may make it one fewer.

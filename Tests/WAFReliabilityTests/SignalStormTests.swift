@@ -7,7 +7,9 @@ import WAFTestTraits
 
 @Suite("Reliability: signal storms", .offPool, .serialized, .timeLimit(.minutes(15)))
 struct SignalStormTests {
-    @Test("LIFE-2 and RELOAD-1 under a storm of mixed SIGUSR1, SIGUSR2 and SIGHUP: never two fetches in flight, no burst of requests, the right state after it")
+    @Test(
+        "LIFE-2 and RELOAD-1 under a storm of mixed SIGUSR1, SIGUSR2 and SIGHUP: never two fetches in flight, no burst of requests, the right state after it"
+    )
     func RELOAD1_signalStorm() async throws {
         let signals = Scale.pick(2000, full: 10_000)
         try await withDaemon(daemon: ["--log-level", "warning"], executable: Scale.daemon) { service, daemon in
@@ -30,7 +32,9 @@ struct SignalStormTests {
             let after = try await service.counters()
             let calls = (after.inputs - before.inputs)
             let health = try await curl(daemon.socketPath, "/healthz")
-            Scale.report("\(signals) mixed signals in \(Int((took / .milliseconds(1)).rounded())) ms: \(calls) token-service calls during and after the storm, at most \(after.maxCallsInFlight) in flight, /healthz \(health.code)")
+            Scale.report(
+                "\(signals) mixed signals in \(Int((took / .milliseconds(1)).rounded())) ms: \(calls) token-service calls during and after the storm, at most \(after.maxCallsInFlight) in flight, /healthz \(health.code)"
+            )
             #expect(after.maxCallsInFlight <= 1)
             #expect(calls <= 4, "a storm of signals is no storm of requests")
             #expect(health.code == 200)
@@ -43,7 +47,9 @@ struct SignalStormTests {
 struct FaultMatrixTests {
     static let faults: [FaultRule.Kind] = [.fail, .drop, .malformed, .expired, .stall, .oversized, .trickle]
 
-    @Test("TOK-5 and LIFE-2 for every fault and lifecycle state: the last good token is served, nothing is fetched of its own while inactive, never two at once")
+    @Test(
+        "TOK-5 and LIFE-2 for every fault and lifecycle state: the last good token is served, nothing is fetched of its own while inactive, never two at once"
+    )
     func TOK5_faultsInEveryLifecycleState() async throws {
         let states = Scale.full ? ["foreground", "background", "closed"] : ["foreground", "background"]
         var rows: [String] = []
@@ -63,7 +69,8 @@ struct FaultMatrixTests {
                     let after = try await service.counters()
                     let served = try await daemon.client.getToken()
                     let ownCalls = (after.inputs - before.inputs)
-                    rows.append("\(fault.rawValue)/\(state): \(ownCalls) calls, max \(after.maxCallsInFlight) in flight, new token \(refreshed != nil)")
+                    rows.append(
+                        "\(fault.rawValue)/\(state): \(ownCalls) calls, max \(after.maxCallsInFlight) in flight, new token \(refreshed != nil)")
                     #expect(after.maxCallsInFlight <= 1, "\(fault) \(state)")
                     #expect(served != nil && (served?.value == good.value || served?.value == refreshed?.value), "\(fault) \(state): TOK-5")
                     if state != "foreground" {

@@ -8,11 +8,15 @@ import WAFTestTraits
 /// stopped past a retry's time, a hostile configuration file. Each reports its figure.
 @Suite("Reliability: when the world around it fails", .offPool, .serialized, .timeLimit(.minutes(10)))
 struct WorldFaultTests {
-    @Test("STATE-5: with the token file, the jar and the state file on a full disk the daemon serves from memory; once space comes back every file is written within seconds, not at the next refresh")
+    @Test(
+        "STATE-5: with the token file, the jar and the state file on a full disk the daemon serves from memory; once space comes back every file is written within seconds, not at the next refresh"
+    )
     func STATE5_fullDiskHeals() async throws {
         let mount = try scratchDirectory("waf-full-disk")
         // A tmpfs of 64 KiB, filled to the last byte.
-        try #require(try await run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", mount.path]).status == 0, "mount (root in make test)")
+        try #require(
+            try await run("/usr/bin/mount", ["-t", "tmpfs", "-o", "size=64k,mode=0755", "tmpfs", mount.path]).status == 0, "mount (root in make test)"
+        )
         defer { _ = try? FileManager.default.removeItem(at: mount) }
         let filler = mount.appendingPathComponent("filler").path
         _ = try await run("/usr/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=4k"])
@@ -20,7 +24,9 @@ struct WorldFaultTests {
         try FileManager.default.createDirectory(atPath: mount.appendingPathComponent("state").path, withIntermediateDirectories: true)
         do {
             try await withDaemon(
-                daemon: ["--sinks-token-file", files[0], "--sinks-cookie-jar", files[1], "--state-directory", mount.appendingPathComponent("state").path],
+                daemon: [
+                    "--sinks-token-file", files[0], "--sinks-cookie-jar", files[1], "--state-directory", mount.appendingPathComponent("state").path,
+                ],
                 executable: Scale.daemon
             ) { _, daemon in try await Self.heals(daemon, files: files, filler: filler) }
         } catch {
@@ -50,7 +56,8 @@ struct WorldFaultTests {
             if !healed { try await Task.sleep(for: .milliseconds(20)) }
         }
         let took = clock.now - freed
-        Scale.report("full disk: \(missing.count) files unwritten while full, all written \(took) after space came back (the longest back-off is 30 s)")
+        Scale.report(
+            "full disk: \(missing.count) files unwritten while full, all written \(took) after space came back (the longest back-off is 30 s)")
         #expect(healed && took < .seconds(Scale.full ? 31 : 10), "\(took)")
         #expect((try? String(contentsOfFile: files[0], encoding: .utf8)) == token.value)
         #expect(daemon.stderr.contains("written after"), "the recovery is logged")
@@ -104,7 +111,9 @@ struct WorldFaultTests {
     func hostileConfiguration() async throws {
         let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
         var slowest = Duration.zero
-        for text in [String(repeating: "[", count: (1 << 20) - 1), String(repeating: "{a: ", count: 262_000), String(repeating: "- ", count: 500_000)] {
+        for text in [
+            String(repeating: "[", count: (1 << 20) - 1), String(repeating: "{a: ", count: 262_000), String(repeating: "- ", count: 500_000),
+        ] {
             let file = try scratchDirectory("waf-hostile").appendingPathComponent("hostile.yaml")
             try text.write(to: file, atomically: true, encoding: .utf8)
             let clock = ContinuousClock()

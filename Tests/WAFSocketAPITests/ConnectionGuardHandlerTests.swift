@@ -1,9 +1,10 @@
 import NIOCore
 import NIOEmbedded
 import Testing
+import WAFTestTraits
+
 @testable import WAFDaemonTransport
 @testable import WAFSocketAPI
-import WAFTestTraits
 
 @Suite("The connection guard, on an EmbeddedChannel", .offPool)
 struct ConnectionGuardHandlerTests {

@@ -3,6 +3,7 @@ import NIOCore
 import NIOEmbedded
 import WAFTokenCore
 import WAFTokenCoreTestKit
+
 @testable import WAFDaemonTransport
 @testable import WAFProviderRegistry
 @testable import WAFSocketAPI
@@ -21,11 +22,16 @@ final class EmbeddedSocket {
     /// A provider that has fetched `token-1` (unless `tokenFirst` is false), and a connection from
     /// uid 1000, which `allowedUsers` may shut out. With `pay`, a second provider named pay (domain
     /// pay.example.com, `token-2`), which `payAllowedUsers` may shut out.
-    init(tokenFirst: Bool = true, allowedUsers: [String] = [], configuration: WAFConfiguration? = nil, pay: Bool = false, payAllowedUsers: [String] = []) throws {
+    init(
+        tokenFirst: Bool = true, allowedUsers: [String] = [], configuration: WAFConfiguration? = nil, pay: Bool = false,
+        payAllowedUsers: [String] = []
+    ) throws {
         service = ScriptedTokenFetcher(scheduler: scheduler, latency: tokenFirst ? .zero : .seconds(3600))
         let generation = SnapshotGeneration()
-        let configuration = try configuration ?? WAFConfiguration(
-            applicationIntegrationUrl: "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/", domainName: "example.com")
+        let configuration =
+            try configuration
+            ?? WAFConfiguration(
+                applicationIntegrationUrl: "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/", domainName: "example.com")
         let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
         provider = WAFTokenProvider(
             configuration: configuration, fetcher: service, scheduler: scheduler,
@@ -42,7 +48,8 @@ final class EmbeddedSocket {
                 configuration: configuration, fetcher: service, scheduler: scheduler,
                 options: .init(jitter: false, snapshotChanged: generation.advance, logger: quiet))
             scheduler.runUntilIdle()
-            providers.insert(ProviderEntry(name: "pay", provider: second, access: AccessPolicy(allowedUsers: payAllowedUsers, allowedGroups: [], logger: quiet)))
+            providers.insert(
+                ProviderEntry(name: "pay", provider: second, access: AccessPolicy(allowedUsers: payAllowedUsers, allowedGroups: [], logger: quiet)))
             extra = second
         }
         api = APIContext(

@@ -1,10 +1,11 @@
 import NIOCore
 import Testing
+import WAFTestTraits
 import WAFTokenCore
+
 @testable import WAFDaemonTransport
 @testable import WAFProviderRegistry
 @testable import WAFSocketAPI
-import WAFTestTraits
 
 @Suite("Server-Sent Events, on an EmbeddedChannel", .offPool)
 struct EventStreamTests {

@@ -1,9 +1,10 @@
 import NIOCore
 import Testing
+import WAFTestTraits
+
 @testable import WAFDaemonTransport
 @testable import WAFProviderRegistry
 @testable import WAFSocketAPI
-import WAFTestTraits
 
 @Suite("HTTP strictness on the socket, on an EmbeddedChannel", .offPool)
 struct ProtocolTests {
@@ -27,10 +28,12 @@ struct ProtocolTests {
         #expect(!answer.contains("101"))
     }
 
-    @Test("a query value that is not a number of seconds, or does not decode, is refused with 400", arguments: [
-        "/v1/token?wait=5%00", "/v1/token?wait=5abc", "/v1/token?wait=-1", "/v1/token?wait=0", "/v1/token?wait=1e3", "/v1/token?wait=%zz",
-        "/v1/token?wait=3601", "/v1/refresh?wait=nan",
-    ])
+    @Test(
+        "a query value that is not a number of seconds, or does not decode, is refused with 400",
+        arguments: [
+            "/v1/token?wait=5%00", "/v1/token?wait=5abc", "/v1/token?wait=-1", "/v1/token?wait=0", "/v1/token?wait=1e3", "/v1/token?wait=%zz",
+            "/v1/token?wait=3601", "/v1/refresh?wait=nan",
+        ])
     func badQueries(target: String) throws {
         let method = target.hasPrefix("/v1/refresh") ? "POST" : "GET"
         let answer = try EmbeddedSocket().exchange("\(method) \(target) HTTP/1.1\r\n\r\n")
@@ -48,10 +51,12 @@ struct ProtocolTests {
         #expect(try EmbeddedSocket().exchange("DELETE /v1/token HTTP/1.1\r\n\r\n").statusCodes == [405])
     }
 
-    @Test("a head whose lines end in a bare LF is a malformed request: 400, not 505, on the fast path's request and others, whole or split at every byte", arguments: [
-        "GET /v1/token HTTP/1.1\nHost: x\n\n", "GET /v1/status HTTP/1.1\nHost: x\n\n", "GET /v1/token HTTP/1.1\r\nHost: x\n\n",
-        "GET /v1/status HTTP/1.1\r\nHost: x\r\n\n", "GET /v1/token HTTP/1.0\n\n",
-    ])
+    @Test(
+        "a head whose lines end in a bare LF is a malformed request: 400, not 505, on the fast path's request and others, whole or split at every byte",
+        arguments: [
+            "GET /v1/token HTTP/1.1\nHost: x\n\n", "GET /v1/status HTTP/1.1\nHost: x\n\n", "GET /v1/token HTTP/1.1\r\nHost: x\n\n",
+            "GET /v1/status HTTP/1.1\r\nHost: x\r\n\n", "GET /v1/token HTTP/1.0\n\n",
+        ])
     func bareLineFeed(request: String) throws {
         #expect(try EmbeddedSocket().exchange(request).statusCodes == [400], "\(request.debugDescription)")
         for split in 1..<request.utf8.count {

@@ -1,9 +1,10 @@
 import NIOCore
 import Testing
+import WAFTestTraits
+
 @testable import WAFDaemonTransport
 @testable import WAFProviderRegistry
 @testable import WAFSocketAPI
-import WAFTestTraits
 
 @Suite("The socket's fast path and codec, on an EmbeddedChannel", .offPool)
 struct TokenFastPathHandlerTests {
@@ -32,9 +33,13 @@ struct TokenFastPathHandlerTests {
         #expect(byByte.contains("token-1") && byByte.contains("{\"ready\":true}"))
     }
 
-    @Test("MULTI-2: ?provider= and ?domain= are answered on the fast path from each provider's own cache, whole or split at every byte; what the API refuses goes to the codec")
+    @Test(
+        "MULTI-2: ?provider= and ?domain= are answered on the fast path from each provider's own cache, whole or split at every byte; what the API refuses goes to the codec"
+    )
     func MULTI2_selectorsOnTheFastPath() throws {
-        let requests = "GET /v1/token?provider=pay HTTP/1.1\r\n\r\n" + Self.plain + "GET /v1/token?domain=a.pay.example.com HTTP/1.1\r\nAccept: text/plain\r\n\r\n"
+        let requests =
+            "GET /v1/token?provider=pay HTTP/1.1\r\n\r\n" + Self.plain
+            + "GET /v1/token?domain=a.pay.example.com HTTP/1.1\r\nAccept: text/plain\r\n\r\n"
             + "GET /v1/token?provider=nope HTTP/1.1\r\n\r\n" + "GET /v1/token?provider=default HTTP/1.1\r\n\r\n"
         let whole = try EmbeddedSocket(pay: true).exchange(requests)
         #expect(whole.statusCodes == [200, 200, 200, 404, 200], "\(whole)")
@@ -54,8 +59,10 @@ struct TokenFastPathHandlerTests {
         #expect(decide("GET /v1/token?provider=pay HTTP/1.1\r\n\r\n") == "provider=pay")
         #expect(decide("GET /v1/token?domain=A.pay.example.com HTTP/1.1\r\n\r\n") == "domain=A.pay.example.com")
         #expect(decide(Self.plain) == "")
-        for other in ["GET /v1/token?wait=5 HTTP/1.1\r\n\r\n", "GET /v1/token?provider=Pay HTTP/1.1\r\n\r\n", "GET /v1/token?provider= HTTP/1.1\r\n\r\n",
-                      "GET /v1/token?provider=pay&wait=1 HTTP/1.1\r\n\r\n", "GET /v1/tokens HTTP/1.1\r\n\r\n"] {
+        for other in [
+            "GET /v1/token?wait=5 HTTP/1.1\r\n\r\n", "GET /v1/token?provider=Pay HTTP/1.1\r\n\r\n", "GET /v1/token?provider= HTTP/1.1\r\n\r\n",
+            "GET /v1/token?provider=pay&wait=1 HTTP/1.1\r\n\r\n", "GET /v1/tokens HTTP/1.1\r\n\r\n",
+        ] {
             #expect(decide(other) == nil, "\(other.debugDescription) is the codec's")
         }
         // A provider the peer (uid 1000) may not use: 403, from the codec.

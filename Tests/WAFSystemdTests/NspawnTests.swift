@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WAFChallenge
-import WAFTestSupport
 import WAFJSON
+import WAFTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -16,14 +16,17 @@ import WAFTestTraits
 /// the Swift runtime where they were linked against it, bound read-only into the container.
 @Suite("under a real systemd in a container", .offPool, .timeLimit(.minutes(10)))
 struct NspawnTests {
-    @Test("systemd: active (running) with STATUS, a client gets a token, reload, watchdog restart, socket activation, journal fields, nothing left behind")
+    @Test(
+        "systemd: active (running) with STATUS, a client gets a token, reload, watchdog restart, socket activation, journal fields, nothing left behind"
+    )
     func endToEnd() async throws {
         let build = repositoryDirectory.appendingPathComponent(".build/debug")
         let manual = build.appendingPathComponent("generate-manual")
         try #require(
             FileManager.default.isExecutableFile(atPath: manual.path),
             "no \(manual.path): run the tests with `make test`, which builds it (swift test holds the build folder, so this test cannot)")
-        let runtime = try #require(try await Self.swiftRuntime(of: build.appendingPathComponent("waf-tokend")), "the debug daemon names no Swift runtime")
+        let runtime = try #require(
+            try await Self.swiftRuntime(of: build.appendingPathComponent("waf-tokend")), "the debug daemon names no Swift runtime")
 
         let id = "waf-e2e-\(UUID().uuidString.prefix(8).lowercased())"
         let scratch = FileManager.default.temporaryDirectory.appendingPathComponent(id)
@@ -32,7 +35,10 @@ struct NspawnTests {
         defer { try? FileManager.default.removeItem(at: scratch) }
         let install = try await run(
             "/usr/bin/env",
-            ["DESTDIR=\(stage.path)", "BIN=\(build.path)", "MANUAL=\(manual.path)", repositoryDirectory.appendingPathComponent("scripts/install.sh").path],
+            [
+                "DESTDIR=\(stage.path)", "BIN=\(build.path)", "MANUAL=\(manual.path)",
+                repositoryDirectory.appendingPathComponent("scripts/install.sh").path,
+            ],
             timeout: .seconds(600))
         try #require(install.status == 0, "scripts/install.sh: \(install.stderr)")
 
@@ -60,7 +66,8 @@ struct NspawnTests {
 
     private func exercise(_ container: Container, service: ServiceProcess) async throws {
         // Installed as a package would be: files, users, runtime directory, configuration.
-        let setup = try await container.sh("""
+        let setup = try await container.sh(
+            """
             set -e
             cp -a /mnt/stage/. /
             systemd-sysusers
@@ -74,10 +81,12 @@ struct NspawnTests {
         let start = try await container.sh("systemctl start waf-tokend.service", timeout: .seconds(90))
         let startLog = start.status == 0 ? "" : (try await container.sh("journalctl -u waf-tokend --no-pager | tail -20")).stdout
         try #require(start.status == 0, "\(start.stderr) \(startLog)")
-        #expect(await eventually(for: .seconds(30)) {
-            let shown = await properties(container, "ActiveState", "SubState", "StatusText")
-            return shown["ActiveState"] == "active" && shown["SubState"] == "running" && shown["StatusText"]?.hasPrefix("token fresh (age ") == true
-        }, "active (running) with a STATUS line")
+        #expect(
+            await eventually(for: .seconds(30)) {
+                let shown = await properties(container, "ActiveState", "SubState", "StatusText")
+                return shown["ActiveState"] == "active" && shown["SubState"] == "running"
+                    && shown["StatusText"]?.hasPrefix("token fresh (age ") == true
+            }, "active (running) with a STATUS line")
         let status = try await container.sh("systemctl status waf-tokend --no-pager")
         #expect(status.stdout.contains("Active: active (running)") && status.stdout.contains("Status: \"token fresh"), "\(status.stdout)")
 
@@ -96,13 +105,15 @@ struct NspawnTests {
         let reload = try await container.sh("systemctl reload waf-tokend", timeout: .seconds(60))
         let reloadLog = reload.status == 0 ? "" : (try await container.sh("journalctl -u waf-tokend --no-pager | tail -20")).stdout
         #expect(reload.status == 0, "\(reload.stderr) \(reloadLog)")  // ExecReload on a system without procps
-        #expect(await eventually { (try? await container.sh("journalctl -u waf-tokend --no-pager"))?.stdout.contains("configuration reloaded") == true })
+        #expect(
+            await eventually { (try? await container.sh("journalctl -u waf-tokend --no-pager"))?.stdout.contains("configuration reloaded") == true })
         let afterReload = await properties(container, "ActiveState", "NRestarts")
         #expect(afterReload["ActiveState"] == "active" && afterReload["NRestarts"] == "0", "\(afterReload)")
 
         // The watchdog: the test build whose provider wedges on purpose (waf-tokend-wedge, never
         // installed by the package) in place of the daemon; the pings stop, systemd restarts it.
-        let wedge = try await container.sh("""
+        let wedge = try await container.sh(
+            """
             set -e
             mkdir -p /run/systemd/system/waf-tokend.service.d
             printf '[Service]\\nExecStart=\\nExecStart=/mnt/stage-wedge/waf-tokend-wedge --config /etc/waf-tokend/waf-tokend.yaml\\nEnvironment=WAF_TOKEND_WEDGE_AFTER_SEC=1\\nWatchdogSec=3\\nLimitCORE=0\\n' \
@@ -111,13 +122,16 @@ struct NspawnTests {
             systemctl restart waf-tokend.service
             """, timeout: .seconds(90))
         #expect(wedge.status == 0, "\(wedge.stderr)")
-        #expect(await eventually(for: .seconds(60)) {
-            (try? await container.sh("journalctl -u waf-tokend --no-pager"))?.stdout.contains("Watchdog timeout") == true
-        }, "systemd saw the watchdog time out")
-        #expect(await eventually(for: .seconds(60)) {
-            await properties(container, "NRestarts")["NRestarts"].flatMap { Int($0) }.map { $0 >= 1 } == true
-        }, "and restarted the service")
-        let unwedge = try await container.sh("""
+        #expect(
+            await eventually(for: .seconds(60)) {
+                (try? await container.sh("journalctl -u waf-tokend --no-pager"))?.stdout.contains("Watchdog timeout") == true
+            }, "systemd saw the watchdog time out")
+        #expect(
+            await eventually(for: .seconds(60)) {
+                await properties(container, "NRestarts")["NRestarts"].flatMap { Int($0) }.map { $0 >= 1 } == true
+            }, "and restarted the service")
+        let unwedge = try await container.sh(
+            """
             rm -rf /run/systemd/system/waf-tokend.service.d && systemctl daemon-reload && systemctl restart waf-tokend.service
             """, timeout: .seconds(90))
         #expect(unwedge.status == 0, "\(unwedge.stderr)")
@@ -147,10 +161,11 @@ struct NspawnTests {
     /// `systemctl show -p …` of waf-tokend.service, as a dictionary.
     private func properties(_ container: Container, _ names: String...) async -> [String: String] {
         let shown = try? await container.sh("systemctl show waf-tokend.service " + names.map { "-p \($0)" }.joined(separator: " "))
-        return Dictionary((shown?.stdout ?? "").split(separator: "\n").compactMap { line in
-            let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
-        }, uniquingKeysWith: { _, last in last })
+        return Dictionary(
+            (shown?.stdout ?? "").split(separator: "\n").compactMap { line in
+                let parts = line.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                return parts.count == 2 ? (String(parts[0]), String(parts[1])) : nil
+            }, uniquingKeysWith: { _, last in last })
     }
 
     /// The directory of the Swift runtime a dynamically linked binary finds first (its RUNPATH).

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 import WAFChallenge
+import WAFJSON
 import WAFSystemd
 import WAFTestSupport
-import WAFJSON
 
 #if canImport(Glibc)
 import Glibc
@@ -120,7 +120,9 @@ struct SystemdTests {
         notify.close()
     }
 
-    @Test("MULTI-9: with several providers READY=1 waits for every first token, STATUS= sums them up, and the watchdog stops when any one provider wedges")
+    @Test(
+        "MULTI-9: with several providers READY=1 waits for every first token, STATUS= sums them up, and the watchdog stops when any one provider wedges"
+    )
     func MULTI9_everyProviderUnderSystemd() async throws {
         let notify = try NotifySocket(abstract: true)
         // pay's service fails until the test lifts the fault: default has its token, pay none.
@@ -142,7 +144,8 @@ struct SystemdTests {
         let watchdog = try NotifySocket(abstract: false)
         try await withTwoProviders(
             environment: [
-                "NOTIFY_SOCKET": watchdog.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "2", "WAF_TOKEND_WEDGE_DOMAIN": "pay.example.org",
+                "NOTIFY_SOCKET": watchdog.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "2",
+                "WAF_TOKEND_WEDGE_DOMAIN": "pay.example.org",
             ],
             executable: "waf-tokend-wedge"
         ) { _, _, daemon in
@@ -165,11 +168,13 @@ struct SystemdTests {
         let socket = directory.appendingPathComponent("activated.sock").path
         let stderr = directory.appendingPathComponent("stderr.log").path
         // systemd-socket-activate closes every descriptor it did not open: see SpawnedProcess.
-        let activator = try SpawnedProcess("/usr/bin/systemd-socket-activate", [
-            "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
-            "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
-            "--socket-path", directory.appendingPathComponent("configured.sock").path,
-        ], output: stderr)
+        let activator = try SpawnedProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+                "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
+                "--socket-path", directory.appendingPathComponent("configured.sock").path,
+            ], output: stderr)
         #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
 
         // The first connection starts the daemon on the socket systemd-socket-activate holds.
@@ -190,10 +195,12 @@ struct SystemdTests {
         let directory = try scratchDirectory("waf-activate")
         let socket = directory.appendingPathComponent("datagram.sock").path
         let output = directory.appendingPathComponent("output.log").path
-        let activator = try SpawnedProcess("/usr/bin/systemd-socket-activate", [
-            "--datagram", "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path,
-            "--config", "/dev/null", "--application-integration-url", "https://x.example.com/a/b/", "--domain-name", "example.com",
-        ], output: output)
+        let activator = try SpawnedProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "--datagram", "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path,
+                "--config", "/dev/null", "--application-integration-url", "https://x.example.com/a/b/", "--domain-name", "example.com",
+            ], output: output)
         #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
         // A datagram socket is activated by its first datagram.
         let sender = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
@@ -262,17 +269,24 @@ struct SystemdTests {
         let service = try String(contentsOf: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service"), encoding: .utf8)
             .replacingOccurrences(of: "/usr/sbin/waf-tokend", with: productsDirectory.appendingPathComponent("waf-tokend").path)
         try service.write(to: directory.appendingPathComponent("waf-tokend.service"), atomically: true, encoding: .utf8)
-        try FileManager.default.copyItem(at: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.socket"), to: directory.appendingPathComponent("waf-tokend.socket"))
-        let verify = try await run("/usr/bin/systemd-analyze", [
-            "verify", "--man=no", directory.appendingPathComponent("waf-tokend.service").path, directory.appendingPathComponent("waf-tokend.socket").path,
-        ])
+        try FileManager.default.copyItem(
+            at: repositoryDirectory.appendingPathComponent("systemd/waf-tokend.socket"), to: directory.appendingPathComponent("waf-tokend.socket"))
+        let verify = try await run(
+            "/usr/bin/systemd-analyze",
+            [
+                "verify", "--man=no", directory.appendingPathComponent("waf-tokend.service").path,
+                directory.appendingPathComponent("waf-tokend.socket").path,
+            ])
         #expect(verify.status == 0 && verify.stderr.isEmpty, "\(verify.stderr)")
 
-        let security = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
+        let security = try await run(
+            "/usr/bin/systemd-analyze", ["security", "--offline=yes", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
         let line = try #require(security.stdout.split(separator: "\n").first { $0.contains("Overall exposure level") })
         let score = try #require(line.split(separator: " ").compactMap { Double($0) }.first)
         #expect(score <= 1.0, "\(line)")
-        let units = try await run("/usr/bin/systemd-analyze", ["security", "--offline=yes", "--threshold=10", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
+        let units = try await run(
+            "/usr/bin/systemd-analyze",
+            ["security", "--offline=yes", "--threshold=10", repositoryDirectory.appendingPathComponent("systemd/waf-tokend.service").path])
         #expect(units.status == 0)
     }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import Testing
+
 @testable import WAFTestTraits
 
 #if canImport(Glibc)

@@ -1,8 +1,9 @@
 import Dispatch
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
 import WAFTestTraits
+
+@testable import WAFTokenCore
 
 /// The runner on real threads. Its bounds are about threads, not time: every wait has a deadline
 /// far above what the behaviour needs.

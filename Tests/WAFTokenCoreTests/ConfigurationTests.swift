@@ -1,7 +1,8 @@
 import Foundation
 import Testing
-@testable import WAFTokenCore
 import WAFTestTraits
+
+@testable import WAFTokenCore
 
 private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
 
@@ -119,7 +120,8 @@ struct ConfigurationTests {
         for (given, kept) in [("::1", "::1"), ("[::1]", "::1"), ("2001:DB8:0:0::1", "2001:db8::1"), ("203.0.113.9", "203.0.113.9")] {
             let config = try WAFConfiguration(applicationIntegrationUrl: url, domainName: given)
             #expect(config.domainName == kept, "\(given)")
-            let cookie = WAFCookie(token: WAFToken(value: "v", fetchedAt: .now, fetchedAtMonotonic: .origin), domainName: config.domainName, path: "/", secure: false)
+            let cookie = WAFCookie(
+                token: WAFToken(value: "v", fetchedAt: .now, fetchedAtMonotonic: .origin), domainName: config.domainName, path: "/", secure: false)
             #expect(cookie.domain == kept && !cookie.includesSubdomains, "\(given)")
         }
         #expect(refusal(domain: "[::1]:443")?.problem == "has a port")
@@ -147,14 +149,18 @@ struct ConfigurationTests {
     @Test("CFG-3: backgroundRefreshEnabled defaults to true")
     func CFG3_backgroundRefreshDefaultsOn() throws {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").backgroundRefreshEnabled)
-        #expect(try WAFConfiguration(settings: ["applicationIntegrationUrl": .string(url), "domainName": .string("example.com")]).backgroundRefreshEnabled)
+        #expect(
+            try WAFConfiguration(settings: ["applicationIntegrationUrl": .string(url), "domainName": .string("example.com")]).backgroundRefreshEnabled
+        )
     }
 
     @Test("CFG-4: maxErrorTokenRefreshDelayMsec defaults to 5000, allows 1…30000")
     func CFG4_maxErrorTokenRefreshDelayMsec() throws {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").maxErrorTokenRefreshDelayMsec == 5000)
         for value in [1, 30000] {
-            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxErrorTokenRefreshDelayMsec: value).maxErrorTokenRefreshDelayMsec == value)
+            #expect(
+                try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxErrorTokenRefreshDelayMsec: value)
+                    .maxErrorTokenRefreshDelayMsec == value)
         }
         for value in [0, -5, 30001] {
             let found = issues { () throws(WAFConfigurationError) in
@@ -168,15 +174,18 @@ struct ConfigurationTests {
     func CFG5_maxRetryCount() throws {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").maxRetryCount == 5)
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", backgroundRefreshEnabled: false).maxRetryCount == 3)
-        #expect(try WAFConfiguration(settings: [
-            "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"), "backgroundRefreshEnabled": .bool(false),
-        ]).maxRetryCount == 3)
+        #expect(
+            try WAFConfiguration(settings: [
+                "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"), "backgroundRefreshEnabled": .bool(false),
+            ]).maxRetryCount == 3)
         for value in [0, 10] {
             #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: value).maxRetryCount == value)
         }
         for value in [-1, 11] {
             let hint = value > 10 ? "; ranges: current would accept it" : ""
-            #expect(refusalOf(maxRetryCount: value)?.description == "maxRetryCount: \(value) is out of range for ranges: seed\(hint) (allowed: an integer 0…10)")
+            #expect(
+                refusalOf(maxRetryCount: value)?.description
+                    == "maxRetryCount: \(value) is out of range for ranges: seed\(hint) (allowed: an integer 0…10)")
         }
     }
 
@@ -194,7 +203,9 @@ struct ConfigurationTests {
     @Test("CFG-7: tokenCookiePath defaults to / and must start with /")
     func CFG7_tokenCookiePath() throws {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").tokenCookiePath == "/")
-        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenCookiePath: "/web/login").tokenCookiePath == "/web/login")
+        #expect(
+            try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenCookiePath: "/web/login").tokenCookiePath
+                == "/web/login")
         let cases: [(String, String)] = [
             ("web/login", "does not start with /"), ("", "does not start with /"),
             ("/a b", "holds a space, ';' or a control character"), ("/a;b", "holds a space, ';' or a control character"),
@@ -213,14 +224,17 @@ struct ConfigurationTests {
     func CFG8_tokenRefreshDelaySec() throws {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").tokenRefreshDelaySec == 300)
         for value in [300, 450, 600] {
-            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: value).tokenRefreshDelaySec == value)
+            #expect(
+                try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: value).tokenRefreshDelaySec
+                    == value)
         }
         for value in [299, 601, 0] {
             let found = issues { () throws(WAFConfigurationError) in
                 try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: value)
             }
             let hint = value == 299 ? "; ranges: current would accept it" : ""
-            #expect(found.map(\.description) == ["tokenRefreshDelaySec: \(value) is out of range for ranges: seed\(hint) (allowed: an integer 300…600)"])
+            #expect(
+                found.map(\.description) == ["tokenRefreshDelaySec: \(value) is out of range for ranges: seed\(hint) (allowed: an integer 300…600)"])
         }
     }
 
@@ -239,21 +253,23 @@ struct ConfigurationTests {
                 "tokenRefreshDelay": .int(300),
             ])
         }
-        #expect(found.map(\.description) == [
-            "tokenRefreshDelay: 300 is not a configuration key (allowed: applicationIntegrationUrl, domainName, backgroundRefreshEnabled, maxErrorTokenRefreshDelayMsec, maxRetryCount, setTokenCookie, tokenCookiePath, tokenRefreshDelaySec, ranges)",
-            "applicationIntegrationUrl: 42 is a number, not a string (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed()))",
-            "domainName: true is a boolean, not a string (allowed: \(WAFConfigurationKey.domainName.allowed()))",
-            "backgroundRefreshEnabled: \"yes\" is a string, not a boolean (allowed: true or false)",
-            "maxErrorTokenRefreshDelayMsec: 2.5 is not a whole number (allowed: an integer 1…30000)",
-            "maxRetryCount: \"five\" is a string, not an integer (allowed: an integer 0…10)",
-            "setTokenCookie: 1 is a number, not a boolean (allowed: true or false)",
-            "tokenRefreshDelaySec: \"900\" is a string, not an integer (allowed: an integer 300…600)",
-        ])
+        #expect(
+            found.map(\.description) == [
+                "tokenRefreshDelay: 300 is not a configuration key (allowed: applicationIntegrationUrl, domainName, backgroundRefreshEnabled, maxErrorTokenRefreshDelayMsec, maxRetryCount, setTokenCookie, tokenCookiePath, tokenRefreshDelaySec, ranges)",
+                "applicationIntegrationUrl: 42 is a number, not a string (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed()))",
+                "domainName: true is a boolean, not a string (allowed: \(WAFConfigurationKey.domainName.allowed()))",
+                "backgroundRefreshEnabled: \"yes\" is a string, not a boolean (allowed: true or false)",
+                "maxErrorTokenRefreshDelayMsec: 2.5 is not a whole number (allowed: an integer 1…30000)",
+                "maxRetryCount: \"five\" is a string, not an integer (allowed: an integer 0…10)",
+                "setTokenCookie: 1 is a number, not a boolean (allowed: true or false)",
+                "tokenRefreshDelaySec: \"900\" is a string, not an integer (allowed: an integer 300…600)",
+            ])
         let missing = issues { () throws(WAFConfigurationError) in try WAFConfiguration(settings: [:]) }
-        #expect(missing.map(\.description) == [
-            "applicationIntegrationUrl: is required (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed()))",
-            "domainName: is required (allowed: \(WAFConfigurationKey.domainName.allowed()))",
-        ])
+        #expect(
+            missing.map(\.description) == [
+                "applicationIntegrationUrl: is required (allowed: \(WAFConfigurationKey.applicationIntegrationUrl.allowed()))",
+                "domainName: is required (allowed: \(WAFConfigurationKey.domainName.allowed()))",
+            ])
     }
 
     @Test("CFG-9: strings from the environment or a command line are read as their key's type")
@@ -293,36 +309,46 @@ struct RangeProfileTests {
         #expect(current.maxRetryCount == 5)
         #expect(current.ranges == .current)
         for delay in [88, 300] {
-            #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: delay, ranges: .current).tokenRefreshDelaySec == delay)
+            #expect(
+                try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", tokenRefreshDelaySec: delay, ranges: .current)
+                    .tokenRefreshDelaySec == delay)
         }
-        #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: 100, ranges: .current).maxRetryCount == 100)
-        #expect(try WAFConfiguration(settings: [
-            "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"), "ranges": .text("current"),
-            "tokenRefreshDelaySec": .text("120"),
-        ]).tokenRefreshDelaySec == 120)
-        #expect(problems(["ranges": .string("current"), "tokenRefreshDelaySec": .int(87)]) == [
-            "tokenRefreshDelaySec: 87 is out of range for ranges: current (allowed: an integer 88…300)",
-        ])
-        #expect(problems(["ranges": .string("current"), "tokenRefreshDelaySec": .int(301), "maxRetryCount": .int(101)]) == [
-            "maxRetryCount: 101 is out of range for ranges: current (allowed: an integer 0…100)",
-            "tokenRefreshDelaySec: 301 is out of range for ranges: current; ranges: seed would accept it (allowed: an integer 88…300)",
-        ])
+        #expect(
+            try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com", maxRetryCount: 100, ranges: .current).maxRetryCount == 100
+        )
+        #expect(
+            try WAFConfiguration(settings: [
+                "applicationIntegrationUrl": .string(url), "domainName": .string("example.com"), "ranges": .text("current"),
+                "tokenRefreshDelaySec": .text("120"),
+            ]).tokenRefreshDelaySec == 120)
+        #expect(
+            problems(["ranges": .string("current"), "tokenRefreshDelaySec": .int(87)]) == [
+                "tokenRefreshDelaySec: 87 is out of range for ranges: current (allowed: an integer 88…300)"
+            ])
+        #expect(
+            problems(["ranges": .string("current"), "tokenRefreshDelaySec": .int(301), "maxRetryCount": .int(101)]) == [
+                "maxRetryCount: 101 is out of range for ranges: current (allowed: an integer 0…100)",
+                "tokenRefreshDelaySec: 301 is out of range for ranges: current; ranges: seed would accept it (allowed: an integer 88…300)",
+            ])
     }
 
     @Test("CFG-10: the seed profile is the default, and its refusals say which profile would accept the value")
     func CFG10_seedIsTheDefault() throws {
         #expect(try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").ranges == .seed)
-        #expect(problems(["tokenRefreshDelaySec": .int(88)]) == [
-            "tokenRefreshDelaySec: 88 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 300…600)",
-        ])
-        #expect(problems(["maxRetryCount": .int(50)]) == [
-            "maxRetryCount: 50 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 0…10)",
-        ])
+        #expect(
+            problems(["tokenRefreshDelaySec": .int(88)]) == [
+                "tokenRefreshDelaySec: 88 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 300…600)"
+            ])
+        #expect(
+            problems(["maxRetryCount": .int(50)]) == [
+                "maxRetryCount: 50 is out of range for ranges: seed; ranges: current would accept it (allowed: an integer 0…10)"
+            ])
         #expect(problems(["ranges": .string("latest")]) == ["ranges: \"latest\" is not a range profile (allowed: seed or current)"])
         // Both profiles agree on the error delay: nothing to suggest.
-        #expect(problems(["maxErrorTokenRefreshDelayMsec": .int(0)]) == [
-            "maxErrorTokenRefreshDelayMsec: 0 is out of range (allowed: an integer 1…30000)",
-        ])
+        #expect(
+            problems(["maxErrorTokenRefreshDelayMsec": .int(0)]) == [
+                "maxErrorTokenRefreshDelayMsec: 0 is out of range (allowed: an integer 1…30000)"
+            ])
     }
 
     @Test("CFG-10: a provider on the current profile refreshes every 88 s and pauses after 88 s of inactivity")

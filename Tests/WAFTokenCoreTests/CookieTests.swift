@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Cookies", .offPool, .timeLimit(.minutes(1)))
 struct CookieTests {
@@ -46,8 +47,9 @@ struct CookieTests {
         #expect(!cookie.secure)
         #expect(cookie.expires == harness.scheduler.wallClockOrigin.addingTimeInterval(86400))
         // The virtual origin is 2023-11-14 22:13:20 UTC.
-        #expect(cookie.setCookieHeaderValue
-            == "aws-waf-token=token-1; Domain=.example.com; Path=/web/login; Expires=Wed, 15 Nov 2023 22:13:20 GMT; SameSite=Lax")
+        #expect(
+            cookie.setCookieHeaderValue
+                == "aws-waf-token=token-1; Domain=.example.com; Path=/web/login; Expires=Wed, 15 Nov 2023 22:13:20 GMT; SameSite=Lax")
 
         let secure = Harness(cookieSecure: true)
         secure.scheduler.runUntilIdle()

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Freshness (TOK-7, TOK-9)", .offPool, .timeLimit(.minutes(1)))
 struct FreshnessTests {

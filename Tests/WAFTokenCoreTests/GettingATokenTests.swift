@@ -1,9 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Getting a token", .offPool, .timeLimit(.minutes(1)))
 struct GettingATokenTests {
@@ -176,7 +177,11 @@ struct GettingATokenTests {
             DispatchQueue.concurrentPerform(iterations: 8) { worker in
                 for index in 0..<250 {
                     let callback: WAFTokenResultCallback = { _, _ in
-                        if answered.withLockedValue({ $0 += 1; return $0 }) == total { done.signal() }
+                        if answered.withLockedValue({
+                            $0 += 1; return $0
+                        }) == total {
+                            done.signal()
+                        }
                     }
                     switch (worker + index) % 4 {
                     case 0: provider.refreshToken(callback)

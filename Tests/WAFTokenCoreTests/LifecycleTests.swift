@@ -1,7 +1,8 @@
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("App lifecycle", .offPool, .timeLimit(.minutes(1)))
 struct LifecycleTests {

@@ -1,9 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Provider lifetime and the production scheduler", .offPool, .timeLimit(.minutes(1)))
 struct LifetimeTests {
@@ -67,7 +68,9 @@ struct LifetimeTests {
         for (index, milliseconds) in [30, 10, 20].enumerated() {
             let before = scheduler.now
             _ = scheduler.schedule(after: .milliseconds(milliseconds)) {
-                let count = fired.withLockedValue { $0.append(index); return $0.count }
+                let count = fired.withLockedValue {
+                    $0.append(index); return $0.count
+                }
                 if count == 3 { signal.yield() }
             }
             bounds.append((before + .milliseconds(milliseconds), scheduler.now + .milliseconds(milliseconds)))

@@ -1,18 +1,21 @@
 import Foundation
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Loading tokens (OBJ-3, TOK-8)", .offPool, .timeLimit(.minutes(1)))
 struct LoadingTests {
     private static let origin = Date(timeIntervalSince1970: 1_700_000_000)
 
     /// As seconds since 1970: a NaN `Date` cannot even be printed (FoundationEssentials traps).
-    @Test("TOK-8: a fetch time in the future, before 2020 or no date at all makes the token stale at once, refreshed at once, and nothing traps", arguments: [
-        1_700_003_600, 1_920_000_000, 1_577_836_799, 0, Date.distantPast.timeIntervalSince1970, -62_135_596_800,
-        Date.distantFuture.timeIntervalSince1970, .nan, .infinity, -.infinity, -.greatestFiniteMagnitude, .greatestFiniteMagnitude,
-    ])
+    @Test(
+        "TOK-8: a fetch time in the future, before 2020 or no date at all makes the token stale at once, refreshed at once, and nothing traps",
+        arguments: [
+            1_700_003_600, 1_920_000_000, 1_577_836_799, 0, Date.distantPast.timeIntervalSince1970, -62_135_596_800,
+            Date.distantFuture.timeIntervalSince1970, .nan, .infinity, -.infinity, -.greatestFiniteMagnitude, .greatestFiniteMagnitude,
+        ])
     func TOK8_untrustedFetchTimes(secondsSince1970: Double) throws {
         let fetchedAt = Date(timeIntervalSince1970: secondsSince1970)
         let harness = Harness(latency: .seconds(1), restoredToken: .init(value: "restored", fetchedAt: fetchedAt))
@@ -125,7 +128,9 @@ struct LoadingTests {
         #expect(harness.service.callTimes == seconds(0, 0.1, 300.15))
     }
 
-    @Test("RET-1, RET-6: a token loaded while a fetch is in flight is no success: when that fetch fails, the backoff goes on and the failures still count")
+    @Test(
+        "RET-1, RET-6: a token loaded while a fetch is in flight is no success: when that fetch fails, the backoff goes on and the failures still count"
+    )
     func RET6_loadDuringAFailingFetchIsNoSuccess() {
         let harness = Harness(then: .fail(ScriptedTokenFetcher.outage), latency: .seconds(1))
         // Attempts at 0, 1.1 (after 100 ms), 2.3 (after 200 ms); each fails a second later.

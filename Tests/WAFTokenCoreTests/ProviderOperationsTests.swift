@@ -1,9 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Provider operations the daemon relies on", .offPool, .timeLimit(.minutes(1)))
 struct ProviderOperationsTests {

@@ -1,9 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 /// TOK-1's last sentence: whoever is told of a token (a callback, an observer, a socket client)
 /// reads that token, or a newer one, from `getToken()` afterwards, never the one before.

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 /// The Reload rules of the daemon's contract, as the provider keeps them (docs/rules.md, Reload).
 @Suite("Reload", .offPool, .timeLimit(.minutes(1)))

@@ -1,8 +1,9 @@
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 private let outage = ScriptedTokenFetcher.outage
 
@@ -28,8 +29,9 @@ struct RetryTests {
         harness.advance(to: 1.2)
         #expect(harness.service.callTimes == seconds(0, 0.1, 0.3, 0.6, 0.9, 1.2))
         let widest = RetrySchedule(configuration: .test(maxErrorTokenRefreshDelayMsec: 30000), jitter: true, randomUnit: 0)
-        #expect((1...10).map(widest.backoff(retry:))
-            == [100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000].map { Duration.milliseconds($0) })
+        #expect(
+            (1...10).map(widest.backoff(retry:))
+                == [100, 200, 400, 800, 1600, 3200, 6400, 12800, 25600, 30000].map { Duration.milliseconds($0) })
     }
 
     @Test("RET-2: after maxRetryCount retries, background refresh waits maxErrorTokenRefreshDelayMsec and goes on until a token comes")

@@ -1,9 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 @Suite("Token and provider objects", .offPool, .timeLimit(.minutes(1)))
 struct ObjectTests {

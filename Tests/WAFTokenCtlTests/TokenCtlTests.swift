@@ -28,7 +28,9 @@ struct TokenCtlTests {
         #expect(unreachable.status == 69 && unreachable.stderr.contains("cannot reach waf-tokend"))
     }
 
-    @Test("MULTI-2: waf-tokenctl --provider NAME or --domain HOST on every command, waf-tokenctl providers; both, or an unknown one, is a usage error (64)")
+    @Test(
+        "MULTI-2: waf-tokenctl --provider NAME or --domain HOST on every command, waf-tokenctl providers; both, or an unknown one, is a usage error (64)"
+    )
     func MULTI2_ctlChoosesAProvider() async throws {
         let ctl = productsDirectory.appendingPathComponent("waf-tokenctl").path
         try await withTwoProviders { _, _, daemon in
@@ -43,7 +45,9 @@ struct TokenCtlTests {
             let refreshed = try await run(ctl, socket + ["--provider", "pay", "refresh"])
             #expect(refreshed.status == 0 && refreshed.stdout != pay.stdout)
             let listed = try await run(ctl, socket + ["providers"])
-            #expect(listed.status == 0 && listed.stdout.hasPrefix("default\t127.0.0.1\tfresh\tscheduled\npay\tpay.example.org\tfresh\t"), "\(listed.stdout)")
+            #expect(
+                listed.status == 0 && listed.stdout.hasPrefix("default\t127.0.0.1\tfresh\tscheduled\npay\tpay.example.org\tfresh\t"),
+                "\(listed.stdout)")
             #expect(try await run(ctl, socket + ["--provider", "pay", "--domain", "pay.example.org", "token"]).status == 64)
             let unknown = try await run(ctl, socket + ["--provider", "nope", "token"])
             #expect(unknown.status == 64 && unknown.stderr.contains("no such provider"), "\(unknown.stderr)")

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WAFChallenge
-import WAFTestSupport
 import WAFJSON
+import WAFTestSupport
 
 #if canImport(Glibc)
 import Glibc
@@ -14,16 +14,18 @@ private let timeouts = ["--socket-idle-timeout-sec", "1", "--socket-request-time
 
 @Suite("Bad input on the socket", .offPool, .timeLimit(.minutes(2)))
 struct BadInputTests {
-    @Test("malformed requests, unknown paths and methods, odd versions: a 4xx or 505 each, never a crash", arguments: [
-        ("GARBAGE\r\n\r\n", 400),
-        ("GET /v1/token HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n", 400),
-        ("GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404),
-        ("DELETE /v1/token HTTP/1.1\r\nHost: x\r\n\r\n", 405),
-        ("POST /v1/status HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405),
-        ("GET /v1/token HTTP/2.0\r\nHost: x\r\n\r\n", 505),
-        ("GET /v1/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
-        ("PUT /v1/lifecycle HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n" + String(repeating: "a", count: 20000), 413),
-    ])
+    @Test(
+        "malformed requests, unknown paths and methods, odd versions: a 4xx or 505 each, never a crash",
+        arguments: [
+            ("GARBAGE\r\n\r\n", 400),
+            ("GET /v1/token HTTP/1.1\r\nHost: x\r\nBad Header Line\r\n\r\n", 400),
+            ("GET /v1/nothing HTTP/1.1\r\nHost: x\r\n\r\n", 404),
+            ("DELETE /v1/token HTTP/1.1\r\nHost: x\r\n\r\n", 405),
+            ("POST /v1/status HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", 405),
+            ("GET /v1/token HTTP/2.0\r\nHost: x\r\n\r\n", 505),
+            ("GET /v1/token HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 400),
+            ("PUT /v1/lifecycle HTTP/1.1\r\nHost: x\r\nContent-Length: 20000\r\n\r\n" + String(repeating: "a", count: 20000), 413),
+        ])
     func malformed(request: String, status: Int) async throws {
         try await withDaemon(daemon: timeouts) { _, daemon in
             let socket = try RawSocket(path: daemon.socketPath)
@@ -118,9 +120,10 @@ struct BadInputTests {
             // Connected is not yet accepted: the daemon takes them off the backlog in its own time
             // (8 s once ran out under a loaded fresh-clone run that then saw all 2,000 answered).
             // The counter is of open connections: all 2,000 at once, none cut off yet.
-            #expect(await eventually(for: .seconds(30)) {
-                (try? await status(daemon))?["counters"]?["connections"]?.integer.map { $0 >= 2000 } == true
-            }, "all 2,000 accepted")
+            #expect(
+                await eventually(for: .seconds(30)) {
+                    (try? await status(daemon))?["counters"]?["connections"]?.integer.map { $0 >= 2000 } == true
+                }, "all 2,000 accepted")
             let outcome = try #require(await onOwnThread { crowd.finish() })
             #expect(outcome["answered"] == .number(400), "every request sent was answered (200), or timed out (408)")
             #expect(outcome["cutOff"] == .number(2000), "every connection was closed by the daemon in the end")

@@ -6,10 +6,13 @@ import WAFTestTraits
 
 /// curl as another user and group, with no supplementary groups: SO_PEERCRED is all the daemon sees.
 private func curlAs(uid: UInt32, gid: UInt32, _ socket: String, _ path: String) async throws -> (code: Int, body: String) {
-    let result = try await run("/usr/bin/setpriv", [
-        "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "15", "-w", "\n%{http_code}", "--unix-socket", socket,
-        "http://localhost\(path)",
-    ])
+    let result = try await run(
+        "/usr/bin/setpriv",
+        [
+            "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "15", "-w", "\n%{http_code}", "--unix-socket",
+            socket,
+            "http://localhost\(path)",
+        ])
     var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
     return (code, lines.joined(separator: "\n"))
@@ -57,10 +60,12 @@ struct PeerCheckTests {
             #expect(!refused.body.contains(token.value))
             #expect(try await curlAs(uid: nobody, gid: nobody, daemon.socketPath, "/v1/events").code == 403)
             #expect(try await curlAs(uid: 0, gid: 0, daemon.socketPath, "/v1/token").code == 200)
-            let ctl = try await run("/usr/bin/setpriv", [
-                "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups",
-                productsDirectory.appendingPathComponent("waf-tokenctl").path, "--socket", daemon.socketPath, "token",
-            ])
+            let ctl = try await run(
+                "/usr/bin/setpriv",
+                [
+                    "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups",
+                    productsDirectory.appendingPathComponent("waf-tokenctl").path, "--socket", daemon.socketPath, "token",
+                ])
             #expect(ctl.status == 77)
             #expect(ctl.stdout.isEmpty)
             #expect(daemon.stderr.contains("no such user; ignored"))

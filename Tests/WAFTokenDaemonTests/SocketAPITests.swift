@@ -1,11 +1,11 @@
 import Foundation
 import Testing
 import WAFChallenge
+import WAFDaemonClient
 import WAFLocalTokenService
 import WAFTestSupport
-import WAFDaemonClient
-import WAFTokenCore
 import WAFTestTraits
+import WAFTokenCore
 
 /// The socket API (README, "The socket API"), against the real daemon and the real local token service, with
 /// curl as the client (what an operator or a shell script would use).
@@ -27,7 +27,8 @@ struct SocketAPITests {
             let codec = try await curl(daemon.socketPath, "/v1/token", ["-H", "Connection: keep-alive"])
             #expect(json(codec.body)?["value"] == document["value"])
             #expect(try await curl(daemon.socketPath, "/v1/token", ["-H", "Accept: text/plain"]) == (200, token.value))
-            #expect(try await curl(daemon.socketPath, "/v1/token", ["-H", "Accept: text/plain", "-H", "Connection: keep-alive"]) == (200, token.value))
+            #expect(
+                try await curl(daemon.socketPath, "/v1/token", ["-H", "Accept: text/plain", "-H", "Connection: keep-alive"]) == (200, token.value))
             let head = try await run("/usr/bin/curl", ["-s", "-I", "--unix-socket", daemon.socketPath, "http://localhost/v1/token"])
             #expect(head.stdout.hasPrefix("HTTP/1.1 200 OK"))
             #expect(head.stdout.contains("Cache-Control: no-store"))
@@ -74,11 +75,13 @@ struct SocketAPITests {
     func refreshEndpoint() async throws {
         try await withDaemon(daemon: ["--max-retry-count", "1"]) { service, daemon in
             let first = try await daemon.client.tokenReady(wait: .seconds(10))
-            let refreshed = try await run("/usr/bin/curl", ["-s", "-X", "POST", "--unix-socket", daemon.socketPath, "http://localhost/v1/refresh?wait=10"])
+            let refreshed = try await run(
+                "/usr/bin/curl", ["-s", "-X", "POST", "--unix-socket", daemon.socketPath, "http://localhost/v1/refresh?wait=10"])
             let second = try #require(json(refreshed.stdout)?["value"]?.string)
             #expect(second != first.value)
             try await service.arm(FaultRule(kind: .fail, count: 100))
-            let failed = try await run("/usr/bin/curl", ["-s", "-w", "%{http_code}", "-X", "POST", "--unix-socket", daemon.socketPath, "http://localhost/v1/refresh"])
+            let failed = try await run(
+                "/usr/bin/curl", ["-s", "-w", "%{http_code}", "-X", "POST", "--unix-socket", daemon.socketPath, "http://localhost/v1/refresh"])
             #expect(failed.stdout.hasSuffix("503"))
             #expect(failed.stdout.contains("allRetriesFailed"))
             #expect(try await daemon.client.getToken()?.value == second)
@@ -95,7 +98,8 @@ struct SocketAPITests {
             #expect(try await curl(daemon.socketPath, "/v1/cookie?path=/web").code == 404)
             #expect(try await curl(daemon.socketPath, "/v1/cookie?path=/web/loginx").code == 404)
             #expect(try await curl(daemon.socketPath, "/v1/cookie?path=web").code == 400)
-            let document = try #require(json(try await curl(daemon.socketPath, "/v1/cookie?path=/web/login", ["-H", "Accept: application/json"]).body))
+            let document = try #require(
+                json(try await curl(daemon.socketPath, "/v1/cookie?path=/web/login", ["-H", "Accept: application/json"]).body))
             #expect(document["domain"] == .string("127.0.0.1"))
             #expect(document["path"] == .string("/web/login"))
             #expect(document["secure"] == .bool(true))
@@ -170,7 +174,10 @@ struct SocketAPITests {
             #expect(answer.code == 200)
             #expect(json(answer.body)?["lifecycle"]?["state"] == .string("background"))
             #expect(try await status(daemon)["lifecycle"]?["active"] == .bool(false))
-            #expect(try await curl(daemon.socketPath, "/v1/lifecycle", ["-X", "PUT", "-H", "Content-Type: application/json", "-d", #"{"state": "closed"}"#]).code == 200)
+            #expect(
+                try await curl(
+                    daemon.socketPath, "/v1/lifecycle", ["-X", "PUT", "-H", "Content-Type: application/json", "-d", #"{"state": "closed"}"#]
+                ).code == 200)
             #expect(try await status(daemon)["lifecycle"]?["state"] == .string("closed"))
             #expect(try await curl(daemon.socketPath, "/v1/lifecycle", ["-X", "PUT", "-d", "sideways"]).code == 400)
             let wrong = try await run("/usr/bin/curl", ["-s", "-i", "--unix-socket", daemon.socketPath, "http://localhost/v1/lifecycle"])

@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WAFChallenge
-import WAFTestSupport
 import WAFJSON
+import WAFTestSupport
 import WAFTestTraits
 
 @Suite("Sinks and state", .offPool, .timeLimit(.minutes(2)))
@@ -31,7 +31,8 @@ struct StateAndSinksTests {
             #expect(fields[5] == "aws-waf-token" && fields[6] == first.value)
             #expect(Int(fields[4]).map { abs(Double($0) - Date().timeIntervalSince1970 - 86400) < 120 } == true, "expires 24 h after the fetch")
 
-            let accepted = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, service.origin + "/protected/x"])
+            let accepted = try await run(
+                "/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, service.origin + "/protected/x"])
             #expect(accepted.stdout == "200")
             let refused = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", service.origin + "/protected/x"])
             #expect(refused.stdout == "202")
@@ -90,7 +91,9 @@ struct StateAndSinksTests {
         await service.stop()
     }
 
-    @Test("STATE-2: a damaged, unreadable or non-regular saved token is set aside and the daemon starts without it; a state directory it cannot look into is exit 71")
+    @Test(
+        "STATE-2: a damaged, unreadable or non-regular saved token is set aside and the daemon starts without it; a state directory it cannot look into is exit 71"
+    )
     func STATE2_damagedStateSetAside() async throws {
         let service = try ServiceProcess()
         let state = try scratchDirectory("waf-state")
@@ -120,7 +123,8 @@ struct StateAndSinksTests {
         await service.stop()
     }
 
-    @Test("STATE-4: a reload to another domain clears the token file, cookie jar and state file at once; then they hold the new identity's token only")
+    @Test(
+        "STATE-4: a reload to another domain clears the token file, cookie jar and state file at once; then they hold the new identity's token only")
     func STATE4_identityChangeClearsEveryFile() async throws {
         let directory = try scratchDirectory("waf-identity")
         let tokenFile = directory.appendingPathComponent("token").path

@@ -1,12 +1,11 @@
 import NIOCore
 import Testing
-
+import WAFTestTraits
 import WAFTokenCore
 
 @testable import WAFDaemonConfiguration
 @testable import WAFHTTPWire
 @testable import WAFTokenProxy
-import WAFTestTraits
 
 /// The proxy's decisions, without I/O.
 @Suite("Proxy rules", .offPool)
@@ -137,7 +136,8 @@ struct ProxyRulesTests {
             ("https://example.com", nil), ("https://api.example.com:8443/v1", nil), ("http://127.0.0.1:8080/", nil),
             ("http://[::1]:9000", nil), ("https://evil.com/", "names evil.com"), ("https://notexample.com/", "names notexample.com"),
             ("http://api.example.com/", "uses http to a host that is not loopback"), ("https://u:p@example.com/", "holds user credentials"),
-            ("https://example.com/?q", "has a query or fragment"), ("ftp://example.com/", "has the scheme ftp"), ("example.com", "is not an absolute URL"),
+            ("https://example.com/?q", "has a query or fragment"), ("ftp://example.com/", "has the scheme ftp"),
+            ("example.com", "is not an absolute URL"),
         ] as [(String, String?)])
     func upstreams(url: String, problem: String?) {
         switch UpstreamTarget.parse(url, domainName: "example.com") {

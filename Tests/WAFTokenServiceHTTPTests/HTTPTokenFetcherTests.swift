@@ -4,10 +4,10 @@ import NIOCore
 import Testing
 import WAFChallenge
 import WAFLocalTokenService
-import WAFTokenCore
-import WAFTokenServiceHTTP
 import WAFTestSupport
 import WAFTestTraits
+import WAFTokenCore
+import WAFTokenServiceHTTP
 
 /// A provider with the real HTTP client, against a real `waf-token-service` process.
 struct Fixture {
@@ -72,14 +72,19 @@ struct EndToEndTests {
         await fixture.stop()
     }
 
-    @Test("RET-1 over the wire: failures at start are retried until a token comes", arguments: [
-        (["--fail-next", "3", "--fault-target", "inputs"], ["inputs 503 fault: fail", "inputs 503 fault: fail", "inputs 503 fault: fail"]),
-        (["--drop-next", "2"], ["inputs - fault: drop", "inputs - fault: drop"]),
-        (["--malformed-next", "1", "--fault-target", "inputs"], ["inputs 200 fault: malformed"]),
-        (["--fail-next", "2", "--fail-status", "403", "--fault-target", "verify"], [
-            "inputs 200 challenge", "verify 403 fault: fail", "inputs 200 challenge", "verify 403 fault: fail",
-        ]),
-    ])
+    @Test(
+        "RET-1 over the wire: failures at start are retried until a token comes",
+        arguments: [
+            (["--fail-next", "3", "--fault-target", "inputs"], ["inputs 503 fault: fail", "inputs 503 fault: fail", "inputs 503 fault: fail"]),
+            (["--drop-next", "2"], ["inputs - fault: drop", "inputs - fault: drop"]),
+            (["--malformed-next", "1", "--fault-target", "inputs"], ["inputs 200 fault: malformed"]),
+            (
+                ["--fail-next", "2", "--fail-status", "403", "--fault-target", "verify"],
+                [
+                    "inputs 200 challenge", "verify 403 fault: fail", "inputs 200 challenge", "verify 403 fault: fail",
+                ]
+            ),
+        ])
     func RET1_faultsAreRetried(arguments: [String], failedCalls: [String]) async throws {
         let fixture = try Fixture(service: arguments)
         _ = try await fixture.provider.tokenReady()
@@ -156,7 +161,9 @@ struct EndToEndTests {
         await fixture.stop()
     }
 
-    @Test("RET-1 over the wire: a service that trickles its answer a byte at a time fails the attempt within tokenService.timeoutSec, head and body together")
+    @Test(
+        "RET-1 over the wire: a service that trickles its answer a byte at a time fails the attempt within tokenService.timeoutSec, head and body together"
+    )
     func RET1_tricklingServiceEndsTheAttempt() async throws {
         // No background refresh: nothing but this test's fetches meets the fault.
         let fixture = try Fixture(backgroundRefresh: false, timeout: Fixture.shortTimeout)
@@ -178,9 +185,10 @@ struct EndToEndTests {
         let fixture = try Fixture(service: ["--redirect-max-age", "60"])
         _ = try await fixture.provider.tokenReady()
         _ = try await fixture.provider.refreshToken()
-        #expect(try await fixture.service.calls() == [
-            "inputs 307 redirect", "inputs 200 challenge", "verify 200 token", "inputs 200 challenge", "verify 200 token",
-        ])
+        #expect(
+            try await fixture.service.calls() == [
+                "inputs 307 redirect", "inputs 200 challenge", "verify 200 token", "inputs 200 challenge", "verify 200 token",
+            ])
         #expect(try await fixture.service.counters().redirects == 1)
         await fixture.stop()
     }
@@ -213,14 +221,19 @@ struct EndToEndTests {
         func verify(_ challenge: Challenge, _ solution: String) async throws -> (UInt, String) {
             var request = HTTPClientRequest(url: service.url + "verify")
             request.method = .POST
-            request.body = .bytes(ByteBuffer(bytes: try VerifyRequest(
-                challenge: challenge, solution: solution, client: "ios", checksum: VerifyRequest.mobileChecksum,
-                domain: "127.0.0.1", existingToken: nil).encoded()))
+            request.body = .bytes(
+                ByteBuffer(
+                    bytes: try VerifyRequest(
+                        challenge: challenge, solution: solution, client: "ios", checksum: VerifyRequest.mobileChecksum,
+                        domain: "127.0.0.1", existingToken: nil
+                    ).encoded()))
             let response = try await service.http.execute(request, timeout: .seconds(5))
             let body = try await response.body.collect(upTo: 65536)
             return (response.status.code, String(buffer: body))
         }
-        let forged = Challenge(input: challenge.input, hmac: Base64.encode([UInt8](repeating: 1, count: 32)), region: nil, type: challenge.type, difficulty: challenge.difficulty)
+        let forged = Challenge(
+            input: challenge.input, hmac: Base64.encode([UInt8](repeating: 1, count: 32)), region: nil, type: challenge.type,
+            difficulty: challenge.difficulty)
         #expect(try await verify(challenge, wrong) == (403, #"{"error":"wrong solution"}"#))
         #expect(try await verify(forged, solution) == (403, #"{"error":"the challenge's hmac does not match"}"#))
         #expect(try await verify(challenge, solution).0 == 200)
@@ -239,18 +252,29 @@ struct EndToEndTests {
         try await client.shutdown()
     }
 
-    @Test("bad answers from the service are clear errors", arguments: [
-        (FaultRule(kind: .body, target: .inputs, body: "{\"challenge\": "), "invalidChallenge", "the body is not JSON"),
-        (FaultRule(kind: .body, target: .inputs, body: challengeBody(["challenge": #"{"input":"!!","hmac":"AAAA"}"#])), "invalidChallenge", "challenge.input is not base64"),
-        (FaultRule(kind: .body, target: .inputs, body: challengeBody(["difficulty": "40"])), "invalidChallenge", "difficulty 40 is outside 0…32"),
-        (FaultRule(kind: .body, target: .inputs, body: challengeBody(["difficulty": "-3"])), "invalidChallenge", "difficulty -3 is outside 0…32"),
-        (FaultRule(kind: .body, target: .inputs, body: challengeBody(["challenge_type": "\"hnope\""])), "invalidChallenge", "challenge_type hnope is not a type"),
-        (FaultRule(kind: .oversized, target: .inputs), "invalidChallenge", "larger than 65536 bytes"),
-        (FaultRule(kind: .oversized, target: .verify), "invalidVerifyChallengeResponse", "larger than 65536 bytes"),
-        (FaultRule(kind: .body, target: .verify, body: #"{"token": ["a"]}"#), "invalidVerifyChallengeResponse", "token is an array, not a string"),
-        (FaultRule(kind: .body, target: .verify, body: #"{"status": "ok"}"#), "invalidVerifyChallengeResponse", "neither token nor inputs"),
-        (FaultRule(kind: .fail, target: .inputs, status: 500), "errorInvokingGetChallengeEndpoint", "HTTP 500"),
-    ])
+    @Test(
+        "bad answers from the service are clear errors",
+        arguments: [
+            (FaultRule(kind: .body, target: .inputs, body: "{\"challenge\": "), "invalidChallenge", "the body is not JSON"),
+            (
+                FaultRule(kind: .body, target: .inputs, body: challengeBody(["challenge": #"{"input":"!!","hmac":"AAAA"}"#])), "invalidChallenge",
+                "challenge.input is not base64"
+            ),
+            (FaultRule(kind: .body, target: .inputs, body: challengeBody(["difficulty": "40"])), "invalidChallenge", "difficulty 40 is outside 0…32"),
+            (FaultRule(kind: .body, target: .inputs, body: challengeBody(["difficulty": "-3"])), "invalidChallenge", "difficulty -3 is outside 0…32"),
+            (
+                FaultRule(kind: .body, target: .inputs, body: challengeBody(["challenge_type": "\"hnope\""])), "invalidChallenge",
+                "challenge_type hnope is not a type"
+            ),
+            (FaultRule(kind: .oversized, target: .inputs), "invalidChallenge", "larger than 65536 bytes"),
+            (FaultRule(kind: .oversized, target: .verify), "invalidVerifyChallengeResponse", "larger than 65536 bytes"),
+            (
+                FaultRule(kind: .body, target: .verify, body: #"{"token": ["a"]}"#), "invalidVerifyChallengeResponse",
+                "token is an array, not a string"
+            ),
+            (FaultRule(kind: .body, target: .verify, body: #"{"status": "ok"}"#), "invalidVerifyChallengeResponse", "neither token nor inputs"),
+            (FaultRule(kind: .fail, target: .inputs, status: 500), "errorInvokingGetChallengeEndpoint", "HTTP 500"),
+        ])
     func badAnswers(fault: FaultRule, error: String, text: String) async throws {
         let fixture = try Fixture(backgroundRefresh: false)
         try await fixture.service.arm(fault)

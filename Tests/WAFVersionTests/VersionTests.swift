@@ -1,8 +1,8 @@
 import Foundation
 import Testing
 import WAFTestSupport
-import WAFVersion
 import WAFTestTraits
+import WAFVersion
 
 @Suite("Version", .offPool)
 struct VersionTests {

@@ -1,6 +1,7 @@
 import FuzzSupport
 import WAFTokenCore
-@testable import WAFTokenDaemon
+
+@testable import WAFDaemonConfiguration
 
 // Configuration loading: YAML bytes and environment values. Properties: nothing traps; the result
 // is a configuration or a list of problems, each one line; a configuration's effective YAML loads

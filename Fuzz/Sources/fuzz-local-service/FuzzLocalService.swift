@@ -2,6 +2,7 @@ import FoundationEssentials
 import FuzzSupport
 import NIOCore
 import NIOHTTP1
+
 @testable import WAFLocalTokenService
 
 // The local token service's requests: any target, method and body. Properties: nothing traps, and
@@ -13,7 +14,9 @@ private let methods: [HTTPMethod] = [.GET, .POST, .DELETE, .PUT, .HEAD]
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
-    let paths = [service.pathPrefix + "/inputs", service.pathPrefix + "/verify", "/protected/x", "/__admin/counters", "/__admin/tokens", "/elsewhere"]
+    let paths = [
+        service.pathPrefix + "/inputs", service.pathPrefix + "/verify", "/protected/x", "/__admin/counters", "/__admin/tokens", "/elsewhere",
+    ]
     let method = methods[input.choose(methods.count)]
     var target = paths[input.choose(paths.count)]
     if input.byte() & 1 == 1 { target += "?" + String(decoding: input.take(input.choose(32)), as: UTF8.self) }

@@ -1,6 +1,9 @@
 import FuzzSupport
 import NIOCore
-@testable import WAFTokenDaemon
+
+@testable import WAFDaemonConfiguration
+@testable import WAFHTTPWire
+@testable import WAFTokenProxy
 
 // The proxy's reading of HTTP (Proxy/Relay): request heads, answer heads, chunked bodies, in the
 // two reads the input cuts them into. Properties: nothing traps; a head is found (or refused) the
@@ -50,11 +53,14 @@ private func request(_ bytes: [UInt8], cut: Int) {
         case .chunked: .chunked
         }
     var sent = ByteBuffer()
-    ProxyRules.writeUpstreamHead(head, upstream: upstream, token: "T", placement: .cookie, cookieApplies: { _ in true }, framing: forwarded, into: &sent)
+    ProxyRules.writeUpstreamHead(
+        head, upstream: upstream, token: "T", placement: .cookie, cookieApplies: { _ in true }, framing: forwarded, into: &sent)
     guard let again = try? HTTPHeadParser.request(sent), let framingAgain = try? HTTPFraming.request(again) else {
         violated("the proxy forwards a head it would refuse itself: \(String(decoding: sent.readableBytesView, as: UTF8.self).debugDescription)")
     }
-    if framingAgain != (framing == .untilClose ? .none : framing) { violated("the forwarded head frames its body otherwise: \(framing) → \(framingAgain)") }
+    if framingAgain != (framing == .untilClose ? .none : framing) {
+        violated("the forwarded head frames its body otherwise: \(framing) → \(framingAgain)")
+    }
     if again.count("host") != 1 || again.count("cookie") != 1 { violated("the forwarded head has not exactly one Host and one Cookie") }
 }
 
@@ -69,7 +75,9 @@ private func answer(_ bytes: [UInt8]) {
         guard let again = try? HTTPHeadParser.response(sent), let framingAgain = try? HTTPFraming.response(again, toHead: false) else {
             violated("the client gets a head the proxy would refuse: \(String(decoding: sent.readableBytesView, as: UTF8.self).debugDescription)")
         }
-        if clientFraming == .asUpstream, framingAgain != framing { violated("the client reads the body's framing otherwise: \(framing) → \(framingAgain)") }
+        if clientFraming == .asUpstream, framingAgain != framing {
+            violated("the client reads the body's framing otherwise: \(framing) → \(framingAgain)")
+        }
     }
 }
 

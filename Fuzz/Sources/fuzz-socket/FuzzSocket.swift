@@ -4,6 +4,10 @@ import NIOCore
 import NIOEmbedded
 import WAFTokenCore
 import WAFTokenCoreTestKit
+
+@testable import WAFDaemonTransport
+@testable import WAFProviderRegistry
+@testable import WAFSocketAPI
 @testable import WAFTokenDaemon
 
 // The socket's request handling: bytes into the daemon's own pipeline (SocketPipeline) on an
@@ -29,10 +33,7 @@ private final class Fixture: @unchecked Sendable {
         let metrics = DaemonMetrics()
         let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
         let providers = ProviderSet()
-        let board = ProxyBoard()
-        providers.insert(ProviderEntry(
-            configuration: ProviderConfiguration(name: "default", configuration: configuration, values: [:]), provider: provider, access: policy,
-            proxy: ProxyController(provider: provider, name: "default", metrics: metrics, board: board, logger: quiet), board: board))
+        providers.insert(ProviderEntry(name: "default", provider: provider, access: policy))
         api = APIContext(
             providers: providers,
             settings: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),

@@ -1,7 +1,8 @@
 import FoundationEssentials
 import FuzzSupport
 import WAFTokenCore
-@testable import WAFTokenDaemon
+
+@testable import WAFTokenStorage
 
 // The state file: any bytes. Properties: nothing traps; a record that decodes holds a token fit
 // for a cookie, and loading it into a provider's machine, with whatever date it carries, traps
@@ -15,7 +16,8 @@ public func fuzz(_ data: UnsafeRawPointer, _ size: Int) -> CInt {
     guard let record = StateStore.decode(Array(UnsafeRawBufferPointer(start: data, count: size))) else { return 0 }
     var machine = ProviderMachine(settings: .init(configuration: configuration))
     let now = Date(timeIntervalSince1970: 1_800_000_000)
-    _ = machine.handle(.start(restored: .init(value: record.value, fetchedAt: record.fetchedAt)), at: .init(monotonic: .origin, wall: now, randomUnit: 0.5))
+    _ = machine.handle(
+        .start(restored: .init(value: record.value, fetchedAt: record.fetchedAt)), at: .init(monotonic: .origin, wall: now, randomUnit: 0.5))
     let status = machine.status(at: .init(monotonic: .origin, wall: now, randomUnit: 0.5))
     let trusted = record.fetchedAt >= Date(timeIntervalSince1970: 1_577_836_800) && record.fetchedAt <= now
     if !trusted, status.token?.stale == false { violated("a token dated \(record.fetchedAt.timeIntervalSince1970) loaded as fresh") }

@@ -68,7 +68,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         connection.allowed = credentials != nil && owner.connectionSettings.policy.allows(peer)
         if !connection.allowed {
             owner.logger.notice(
-                "connection refused by the \(owner.listenerName)'s access policy", metadata: ["uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
+                "connection refused by the \(owner.listenerName)'s access policy",
+                metadata: ["uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
         }
         if let held {
             self.held = nil

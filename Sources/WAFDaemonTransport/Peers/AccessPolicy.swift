@@ -19,16 +19,18 @@ package final class AccessPolicy: Sendable {
 
     package init(allowedUsers: [String], allowedGroups: [String], keyPrefix: String = "socket", logger: Logger) {
         isOpen = allowedUsers.isEmpty && allowedGroups.isEmpty
-        users = Set(allowedUsers.compactMap { name in
-            let id = UInt32(name) ?? Self.userID(named: name)
-            if id == nil { logger.warning("\(keyPrefix).allowedUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
-            return id
-        })
-        groups = Set(allowedGroups.compactMap { name in
-            let id = UInt32(name) ?? Self.groupID(named: name)
-            if id == nil { logger.warning("\(keyPrefix).allowedGroups: no such group; ignored", metadata: ["group": "\(name)"]) }
-            return id
-        })
+        users = Set(
+            allowedUsers.compactMap { name in
+                let id = UInt32(name) ?? Self.userID(named: name)
+                if id == nil { logger.warning("\(keyPrefix).allowedUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
+                return id
+            })
+        groups = Set(
+            allowedGroups.compactMap { name in
+                let id = UInt32(name) ?? Self.groupID(named: name)
+                if id == nil { logger.warning("\(keyPrefix).allowedGroups: no such group; ignored", metadata: ["group": "\(name)"]) }
+                return id
+            })
     }
 
     package func allows(_ peer: PeerCredentials) -> Bool {

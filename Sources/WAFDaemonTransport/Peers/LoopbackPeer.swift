@@ -17,7 +17,9 @@ package enum LoopbackPeer {
     }
 
     /// The uid owning the socket whose local end is `client` and remote end `server`.
-    package static func owner(client: SocketAddress, server: SocketAddress, tables: [String] = ["/proc/self/net/tcp", "/proc/self/net/tcp6"]) -> UInt32? {
+    package static func owner(
+        client: SocketAddress, server: SocketAddress, tables: [String] = ["/proc/self/net/tcp", "/proc/self/net/tcp6"]
+    ) -> UInt32? {
         guard let local = tableForm(client), let remote = tableForm(server) else { return nil }
         for table in tables {
             guard let text = read(table) else { continue }

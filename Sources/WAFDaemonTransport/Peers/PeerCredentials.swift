@@ -48,4 +48,3 @@ package struct SocketPeerCredentials: Sendable {
         self.gid = gid
     }
 }
-

@@ -74,7 +74,9 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
             }
             guard !stopping, let entry = provider(for: selector) else { return switchToCodec(context) }
             var cache = caches[entry.name] ?? TokenResponseCache()
-            if cache.refresh(provider: entry.provider, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator) {
+            if cache.refresh(
+                provider: entry.provider, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)
+            {
                 flushCounts()
             }
             caches[entry.name] = cache

@@ -212,7 +212,9 @@ final class APIHandler: ChannelInboundHandler {
         }
     }
 
-    private func answerIfCurrent(_ number: UInt64, _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, _ endpoint: String) {
+    private func answerIfCurrent(
+        _ number: UInt64, _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, _ endpoint: String
+    ) {
         guard awaitingAnswer, number == requestNumber else { return }
         respond(context, head, response, endpoint: endpoint)
     }

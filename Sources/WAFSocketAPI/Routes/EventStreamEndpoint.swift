@@ -36,10 +36,11 @@ extension APIHandler {
         api.metrics.countRequests(endpoint: "/v1/events", status: 200)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         // Subscribe before reading the current state: a change in between is sent twice, never lost.
-        stream = api.events.subscribe(.init(
-            eventLoop: context.eventLoop, gate: api.loopGate, wants: wants,
-            send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
-            finish: { bound.value.handler.finishStream(bound.value.context) }))
+        stream = api.events.subscribe(
+            .init(
+                eventLoop: context.eventLoop, gate: api.loopGate, wants: wants,
+                send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
+                finish: { bound.value.handler.finishStream(bound.value.context) }))
         for entry in entries {
             if let cached = entry.provider.cachedToken() {
                 let event = EventBroadcaster.TokenEvent(cached.token, origin: .fetched, provider: entry.name)

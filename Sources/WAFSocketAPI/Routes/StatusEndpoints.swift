@@ -54,7 +54,8 @@ extension APIHandler {
         if text.hasPrefix("{"), let state = JSONValue.parse(Array(text.utf8))?["state"]?.string { text = state }
         text = text.trimmingQuotes
         guard let state = WAFLifecycleState(rawValue: text) else {
-            return respond(context, head, .error(.badRequest, "badRequest", "the body must be foreground, background or closed"), endpoint: "/v1/lifecycle")
+            return respond(
+                context, head, .error(.badRequest, "badRequest", "the body must be foreground, background or closed"), endpoint: "/v1/lifecycle")
         }
         let reply = answerLater(context, head, endpoint: "/v1/lifecycle")
         api.logger.info("lifecycle set over the socket", metadata: ["state": "\(state.rawValue)"])
@@ -90,7 +91,9 @@ extension APIHandler {
         let response: HTTPReply =
             unready.isEmpty
             ? .json(.ok, ["ready": true])
-            : .error(.serviceUnavailable, "notReady", "no fresh token is cached" + (entries.count > 1 ? " for \(unready.map(\.name).joined(separator: ", "))" : ""))
+            : .error(
+                .serviceUnavailable, "notReady",
+                "no fresh token is cached" + (entries.count > 1 ? " for \(unready.map(\.name).joined(separator: ", "))" : ""))
         respond(context, head, response, endpoint: "/readyz")
     }
 
@@ -99,9 +102,10 @@ extension APIHandler {
         let metrics = api.metrics
         let entries = api.providers.all
         ProviderStatuses.gather(entries) { statuses in
-            reply(HTTPReply(
-                status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
-                body: metrics.exposition(statuses: entries.compactMap { entry in statuses[entry.name].map { (entry.name, $0) } })))
+            reply(
+                HTTPReply(
+                    status: .ok, headers: [("Content-Type", "text/plain; version=0.0.4; charset=utf-8")],
+                    body: metrics.exposition(statuses: entries.compactMap { entry in statuses[entry.name].map { (entry.name, $0) } })))
         }
     }
 }

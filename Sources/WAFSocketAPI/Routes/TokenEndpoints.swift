@@ -67,7 +67,9 @@ extension APIHandler {
     }
 
     static func badWait(_ text: String) -> HTTPReply {
-        .error(.badRequest, "badRequest", "wait must be a number of seconds above 0 and at most \(Int(maximumWait)), not \(text.prefix(40).debugDescription)")
+        .error(
+            .badRequest, "badRequest",
+            "wait must be a number of seconds above 0 and at most \(Int(maximumWait)), not \(text.prefix(40).debugDescription)")
     }
 
     static func seconds(_ text: String) -> TimeAmount? {

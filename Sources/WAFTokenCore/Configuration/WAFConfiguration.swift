@@ -72,13 +72,16 @@ public struct WAFConfiguration: Sendable, Hashable {
             .flatMap { validator.applicationIntegrationUrl($0) }
         let domain = validator.required(.domainName, value(.domainName)).flatMap { validator.domainName($0) }
         let background = value(.backgroundRefreshEnabled).map { validator.bool(.backgroundRefreshEnabled, $0) } ?? true
-        let maxError = value(.maxErrorTokenRefreshDelayMsec).map { validator.int(.maxErrorTokenRefreshDelayMsec, $0) }
+        let maxError =
+            value(.maxErrorTokenRefreshDelayMsec).map { validator.int(.maxErrorTokenRefreshDelayMsec, $0) }
             ?? Self.defaultMaxErrorTokenRefreshDelayMsec
-        let maxRetry = value(.maxRetryCount).map { validator.int(.maxRetryCount, $0) }
+        let maxRetry =
+            value(.maxRetryCount).map { validator.int(.maxRetryCount, $0) }
             ?? Self.defaultMaxRetryCount(backgroundRefreshEnabled: background ?? true)
         let setCookie = value(.setTokenCookie).map { validator.bool(.setTokenCookie, $0) } ?? true
         let cookiePath = value(.tokenCookiePath).map { validator.tokenCookiePath($0) } ?? Self.defaultTokenCookiePath
-        let refreshDelay = value(.tokenRefreshDelaySec).map { validator.int(.tokenRefreshDelaySec, $0) }
+        let refreshDelay =
+            value(.tokenRefreshDelaySec).map { validator.int(.tokenRefreshDelaySec, $0) }
             ?? validator.profile.defaultTokenRefreshDelaySec
         try validator.finish()
 

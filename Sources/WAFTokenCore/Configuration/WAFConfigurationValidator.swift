@@ -111,7 +111,8 @@ struct WAFConfigurationValidator {
         if domain.utf8.count > 253 { return refuse(key, value, "is longer than 253 characters") }
         let labels = domain.split(separator: ".", omittingEmptySubsequences: false)
         for label in labels {
-            let valid = (1...63).contains(label.count)
+            let valid =
+                (1...63).contains(label.count)
                 && label.allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" }
                 && label.first != "-" && label.last != "-"
             if !valid { return refuse(key, value, "is not a valid host name") }

@@ -156,7 +156,9 @@ final class ProviderDriver: @unchecked Sendable {
                     "next_attempt_at": "\(next.map { "\($0)" } ?? "none")",
                 ])
         case .lifecycleChanged(let lifecycle):
-            logger.info("lifecycle changed", metadata: ["state": "\(lifecycle.state.rawValue)", "active": "\(lifecycle.active)", "paused": "\(lifecycle.paused)"])
+            logger.info(
+                "lifecycle changed",
+                metadata: ["state": "\(lifecycle.state.rawValue)", "active": "\(lifecycle.active)", "paused": "\(lifecycle.paused)"])
         case .refreshHeld:
             logger.debug("refresh held while the app is inactive")
         case .callbackFailed(let description):

@@ -78,7 +78,9 @@ public enum ModelStep: Sendable, Hashable, CustomStringConvertible {
     }
 
     static func duration(using random: inout SplitMix64) -> Duration {
-        let scales: [Duration] = [.milliseconds(1), .milliseconds(100), .seconds(1), .seconds(5), .seconds(30), .seconds(88), .seconds(300), .seconds(600)]
+        let scales: [Duration] = [
+            .milliseconds(1), .milliseconds(100), .seconds(1), .seconds(5), .seconds(30), .seconds(88), .seconds(300), .seconds(600),
+        ]
         let scale = scales[Int(random.next() % UInt64(scales.count))]
         // Around the scale: just under, exactly, just over, or a random fraction of it.
         switch random.next() % 4 {

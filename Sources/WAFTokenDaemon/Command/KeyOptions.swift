@@ -19,9 +19,11 @@ public struct KeyOptions: ParsableArguments, CustomReflectable {
     }
 
     public var customMirror: Mirror {
-        Mirror(self, children: Keys.all.filter(\.topLevel).map { spec in
-            (label: "_" + spec.propertyName, value: Option<String?>(help: ArgumentHelp(spec.help, valueName: valueName(spec))) as Any)
-        })
+        Mirror(
+            self,
+            children: Keys.all.filter(\.topLevel).map { spec in
+                (label: "_" + spec.propertyName, value: Option<String?>(help: ArgumentHelp(spec.help, valueName: valueName(spec))) as Any)
+            })
     }
 
     private func valueName(_ spec: KeySpec) -> String {

@@ -24,7 +24,8 @@ struct ProviderFactory: Sendable {
         logger[metadataKey: "provider"] = "\(name)"
         let restored: WAFTokenProviderOptions.RestoredToken?
         do {
-            restored = try daemon[Keys.stateDirectory].map { StateStore(directory: $0, provider: name) }?.load(for: configuration.identity, logger: logger)
+            restored = try daemon[Keys.stateDirectory].map { StateStore(directory: $0, provider: name) }?.load(
+                for: configuration.identity, logger: logger)
         } catch {
             throw DaemonFailure(.osError, error.message)
         }
@@ -73,11 +74,15 @@ extension StorageLayout {
         let state = configuration[Keys.stateDirectory]
         let jar = configuration[Keys.sinksCookieJar]
         self.init(
-            providers: Dictionary(uniqueKeysWithValues: configuration.providers.map { provider in
-                (provider.name, Target(
-                    identity: provider.identity, tokenFile: provider[Keys.sinksTokenFile],
-                    stateFile: state.map { StateStore(directory: $0, provider: provider.name) }))
-            }),
+            providers: Dictionary(
+                uniqueKeysWithValues: configuration.providers.map { provider in
+                    (
+                        provider.name,
+                        Target(
+                            identity: provider.identity, tokenFile: provider[Keys.sinksTokenFile],
+                            stateFile: state.map { StateStore(directory: $0, provider: provider.name) })
+                    )
+                }),
             cookieJars: jar.map { [$0: Jar(providers: Set(configuration.providers.map(\.name)))] } ?? [:])
     }
 }

@@ -120,7 +120,9 @@ final class Reloader: Sendable {
 
     /// Takes back what `prepare` did before it failed: the providers it made, the proxies it
     /// changed, the client it built.
-    private func undo(added: [(entry: ProviderEntry, proxy: ProxyController)], restarted: [ProviderConfiguration], _ plan: ReloadPlan, fetcher: HTTPTokenFetcher?) async {
+    private func undo(
+        added: [(entry: ProviderEntry, proxy: ProxyController)], restarted: [ProviderConfiguration], _ plan: ReloadPlan, fetcher: HTTPTokenFetcher?
+    ) async {
         let factory = ProviderFactory(parts: parts)
         for (entry, proxy) in added {
             parts.proxies.remove(entry.name)
@@ -160,7 +162,9 @@ final class Reloader: Sendable {
             parts.metrics.forget(provider: name)
             logger.notice("provider removed", metadata: ["provider": "\(name)"])
         }
-        for provider in plan.added { logger.notice("provider added", metadata: ["provider": "\(provider.name)", "domain": "\(provider.domainName)"]) }
+        for provider in plan.added {
+            logger.notice("provider added", metadata: ["provider": "\(provider.name)", "domain": "\(provider.domainName)"])
+        }
         // Cached answers and their access decisions are rebuilt.
         parts.generation.advance()
     }

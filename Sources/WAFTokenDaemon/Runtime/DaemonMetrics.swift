@@ -107,7 +107,9 @@ final class DaemonMetrics: Sendable {
     /// The proxy's request counters of `provider` by status class (index 0 for 1xx … 4 for 5xx),
     /// for a proxy to keep: looking one up costs a lock and a string key, each request.
     func proxyRequestCounters(provider: String) -> [CoreMetrics.Counter] {
-        (1...5).map { counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimensions: [("provider", provider), ("class", "\($0)xx")]) }
+        (1...5).map {
+            counter(in: proxyCounters, label: "waf_tokend_proxy_requests_total", dimensions: [("provider", provider), ("class", "\($0)xx")])
+        }
     }
 
     /// `challenge` (an upstream's 202 challenge seen), `replay` (a request sent once more),
@@ -141,11 +143,15 @@ final class DaemonMetrics: Sendable {
         return registry.emitToBuffer()
     }
 
-    private func counter(in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimension: (String, String)) -> CoreMetrics.Counter {
+    private func counter(
+        in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimension: (String, String)
+    ) -> CoreMetrics.Counter {
         counter(in: cache, label: label, dimensions: [dimension])
     }
 
-    private func counter(in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimensions: [(String, String)]) -> CoreMetrics.Counter {
+    private func counter(
+        in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, label: String, dimensions: [(String, String)]
+    ) -> CoreMetrics.Counter {
         cache.withLockedValue { counters in
             let key = ([label] + dimensions.map(\.1)).joined(separator: " ")
             if let counter = counters[key] { return counter }

@@ -78,7 +78,8 @@ struct DaemonRuntime {
             // Stopped in reverse: the server first (no new requests), storage last (every write done).
             let services: [any Service] = [
                 parts.persistence,
-                ReadinessService(providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
+                ReadinessService(
+                    providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
@@ -129,8 +130,9 @@ struct DaemonRuntime {
     /// Serves until SIGTERM or SIGINT, then stops gracefully. Returns the exit code.
     func run() async -> Int32 {
         let logger = parts.logger
-        let group = ServiceGroup(configuration: .init(
-            services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         var code: Int32 = 0
         do {
             try await group.run()

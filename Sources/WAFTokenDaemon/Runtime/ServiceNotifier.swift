@@ -69,7 +69,8 @@ enum StatusLine {
         case .paused, .idle:
             break
         case .retrying:
-            parts.append("\(refresh.consecutiveFailures) failed attempt\(refresh.consecutiveFailures == 1 ? "" : "s") (\(refresh.lastError?.name ?? "error"))")
+            parts.append(
+                "\(refresh.consecutiveFailures) failed attempt\(refresh.consecutiveFailures == 1 ? "" : "s") (\(refresh.lastError?.name ?? "error"))")
             if let next = refresh.nextAt { parts.append("next attempt in \(seconds(until: next, from: now))s") }
         case .scheduled:
             if refresh.inFlight {

@@ -107,9 +107,11 @@ final class UpstreamHandler: ChannelDuplexHandler {
             case .idle:
                 return
             case .head(let toHead, let decodeChunks):
-                guard let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in
-                    try HTTPHeadParser.headEnd(raw, limit: Self.maximumHeadBytes)
-                }) else {
+                guard
+                    let end = try bytes.withUnsafeReadableBytes({ raw throws(HTTPHeadParser.Failure) in
+                        try HTTPHeadParser.headEnd(raw, limit: Self.maximumHeadBytes)
+                    })
+                else {
                     buffered = bytes
                     return
                 }

@@ -1,9 +1,10 @@
 import Foundation
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 /// The random sequences again, against `WAFTokenProvider` itself (the driver executing the
 /// machine's actions) on the virtual scheduler, checked from outside: what the token service saw,
@@ -102,7 +103,8 @@ private struct DriverRun {
             }
             for step in scenario.steps(count: count) {
                 if ProcessInfo.processInfo.environment["WAF_MODEL_TRACE"] != nil {
-                    print("t=\(scheduler.now) \(step) calls=\(service.callTimes.count) problems=\(outside.state.withLockedValue { $0.problems.count })")
+                    print(
+                        "t=\(scheduler.now) \(step) calls=\(service.callTimes.count) problems=\(outside.state.withLockedValue { $0.problems.count })")
                 }
                 switch step {
                 case .advance(let duration): scheduler.advance(by: duration)
@@ -116,11 +118,13 @@ private struct DriverRun {
                     let answer = callback()
                     provider.getToken { answer($0, nil) }
                 case .load(let ago): provider.loadTokenIntoProvider("loaded", fetchedAt: scheduler.wallClockNow.addingTimeInterval(-ago))
-                case .loadAbsurd(let index): provider.loadTokenIntoProvider("absurd", fetchedAt: ModelStep.absurdDates[index % ModelStep.absurdDates.count])
+                case .loadAbsurd(let index):
+                    provider.loadTokenIntoProvider("absurd", fetchedAt: ModelStep.absurdDates[index % ModelStep.absurdDates.count])
                 case .reload(let index):
                     let settings = scenario.variants[index % scenario.variants.count]
                     outside.state.withLockedValue { $0.settings = settings }
-                    provider.reconfigure(settings.configuration, lifecycleProfile: settings.profile, jitter: settings.jitter, cookieSecure: settings.cookieSecure)
+                    provider.reconfigure(
+                        settings.configuration, lifecycleProfile: settings.profile, jitter: settings.jitter, cookieSecure: settings.cookieSecure)
                 case .stop: provider.shutdown()
                 }
                 scheduler.runUntilIdle()
@@ -133,7 +137,9 @@ private struct DriverRun {
             }
             provider.shutdown()
             scheduler.runUntilIdle()
-            if answers.withLockedValue({ $0.count }) != callers { outside.problem("TOK-6: \(callers) callers, \(answers.withLockedValue { $0.count }) answered") }
+            if answers.withLockedValue({ $0.count }) != callers {
+                outside.problem("TOK-6: \(callers) callers, \(answers.withLockedValue { $0.count }) answered")
+            }
         }
         scheduler.runUntilIdle()
         var problems = outside.state.withLockedValue { $0.problems }

@@ -1,8 +1,9 @@
 import Foundation
 import Testing
-@testable import WAFTokenCore
-import WAFTokenCoreTestKit
 import WAFTestTraits
+import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 /// Seeded random sequences of events against the pure machine, every rule checked after every
 /// transition. CI runs a few thousand; `WAF_MODEL_SEQUENCES=1000000` runs a million, and a failure
@@ -11,7 +12,9 @@ import WAFTestTraits
 @Suite("Model-based: random sequences against the rules", .offPool, .timeLimit(.minutes(1)))
 struct ModelBasedTests {
 
-    @Test("TOK-4, TOK-5, TOK-6, TOK-7, TOK-8, RET-1, RET-2, RET-6, RET-7, LIFE-2, LIFE-3 and the reload rules hold after every step of every random sequence")
+    @Test(
+        "TOK-4, TOK-5, TOK-6, TOK-7, TOK-8, RET-1, RET-2, RET-6, RET-7, LIFE-2, LIFE-3 and the reload rules hold after every step of every random sequence"
+    )
     func randomSequencesKeepEveryRule() {
         var transitions = 0
         for seed in ModelRun.firstSeed..<(ModelRun.firstSeed + UInt64(ModelRun.sequences)) {
@@ -22,7 +25,8 @@ struct ModelBasedTests {
             guard let first = outcome.violations.first else { continue }
             let shrunk = Shrinker.shrink(steps) { !scenario.run($0).violations.isEmpty }
             let replay = scenario.run(shrunk)
-            Issue.record("""
+            Issue.record(
+                """
                 seed \(seed): \(first)
                 settings: \(scenario.settings.configuration.settings.sorted { $0.key < $1.key }), profile \(scenario.settings.profile), jitter \(scenario.settings.jitter)
                 restored: \(scenario.restored.map { "\($0.fetchedAt)" } ?? "none")
@@ -68,7 +72,8 @@ struct Scenario {
         let a = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
         let b = "https://ba9876543210.edge.sdk.awswaf.com/ba9876543210/ba9876543210"
         func variant(_ configuration: WAFConfiguration) -> ProviderMachine.Settings {
-            .init(configuration: configuration, profile: pick([.ios, .android]), jitter: random.next() % 2 == 0, cookieSecure: random.next() % 2 == 0)
+            .init(
+                configuration: configuration, profile: pick([.ios, .android]), jitter: random.next() % 2 == 0, cookieSecure: random.next() % 2 == 0)
         }
         settings = variant(configuration(domain: "example.com", url: a))
         variants = [

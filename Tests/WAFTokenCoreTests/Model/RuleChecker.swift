@@ -1,5 +1,6 @@
-@testable import WAFTokenCore
 import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials

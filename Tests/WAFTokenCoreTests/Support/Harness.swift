@@ -2,8 +2,9 @@ import Foundation
 import Logging
 import NIOConcurrencyHelpers
 import Testing
-@testable import WAFTokenCore
 import WAFTokenCoreTestKit
+
+@testable import WAFTokenCore
 
 extension WAFConfiguration {
     /// A valid configuration for tests; anything not given is the SDK's default.

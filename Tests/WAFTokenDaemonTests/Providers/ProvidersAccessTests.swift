@@ -6,9 +6,12 @@ import WAFTestTraits
 
 /// curl as another user, with no supplementary groups.
 private func curlAs(_ uid: UInt32, _ socket: String, _ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
-    let result = try await run("/usr/bin/setpriv", [
-        "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "3", "-w", "\n%{http_code}", "--unix-socket", socket,
-    ] + options + ["http://localhost\(path)"])
+    let result = try await run(
+        "/usr/bin/setpriv",
+        [
+            "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "3", "-w", "\n%{http_code}", "--unix-socket",
+            socket,
+        ] + options + ["http://localhost\(path)"])
     var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
     let code = Int(lines.popLast() ?? "") ?? 0
     return (code, lines.joined(separator: "\n"))
@@ -18,18 +21,25 @@ private let nobody: UInt32 = 65534
 
 @Suite("Several providers: who may use which", .offPool, .timeLimit(.minutes(2)))
 struct ProvidersAccessTests {
-    @Test("MULTI-7: a peer outside a provider's allowedUsers gets 403 for it, does not see it listed, streamed or named, and its proxy refuses the peer; the other provider serves it")
+    @Test(
+        "MULTI-7: a peer outside a provider's allowedUsers gets 403 for it, does not see it listed, streamed or named, and its proxy refuses the peer; the other provider serves it"
+    )
     func MULTI7_perProviderAccess() async throws {
         let proxy = try scratchDirectory("waf-providers-access").appendingPathComponent("pay.sock").path
         try await withTwoProviders(
-            configuration: "    allowedUsers: [root]\n    proxy:\n      listen: \(proxy)\n      mode: \"0666\"\n      upstream: http://127.0.0.1:9/\n",
+            configuration:
+                "    allowedUsers: [root]\n    proxy:\n      listen: \(proxy)\n      mode: \"0666\"\n      upstream: http://127.0.0.1:9/\n",
             arguments: ["--socket-mode", "0666"]
         ) { _, _, daemon in
             let pay = try #require(json(try await curl(daemon.socketPath, "/v1/token?wait=10&provider=pay").body)?["value"]?.string)
             _ = try await curl(daemon.socketPath, "/v1/token?wait=10")
-            for path in ["/v1/token?provider=pay", "/v1/token?domain=pay.example.org", "/v1/cookie?provider=pay", "/v1/status?provider=pay", "/readyz?provider=pay"] {
+            for path in [
+                "/v1/token?provider=pay", "/v1/token?domain=pay.example.org", "/v1/cookie?provider=pay", "/v1/status?provider=pay",
+                "/readyz?provider=pay",
+            ] {
                 let refused = try await curlAs(nobody, daemon.socketPath, path)
-                #expect(refused.code == 403 && json(refused.body)?["error"]?.string == "forbidden" && !refused.body.contains(pay), "\(path): \(refused)")
+                #expect(
+                    refused.code == 403 && json(refused.body)?["error"]?.string == "forbidden" && !refused.body.contains(pay), "\(path): \(refused)")
             }
             #expect(try await curlAs(nobody, daemon.socketPath, "/v1/refresh?provider=pay", ["-X", "POST"]).code == 403)
             #expect(try await curlAs(nobody, daemon.socketPath, "/v1/token").code == 200, "the other provider serves it")

@@ -11,7 +11,11 @@ struct ProvidersIsolationTests {
     static func timings(_ daemon: DaemonProcess, _ path: String, _ options: [String] = [], count: Int) async throws -> [Double] {
         var times: [Double] = []
         for _ in 0..<count {
-            let result = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", "--unix-socket", daemon.socketPath] + options + ["http://localhost\(path)"])
+            let result = try await run(
+                "/usr/bin/curl",
+                ["-s", "-o", "/dev/null", "-w", "%{http_code} %{time_total}", "--unix-socket", daemon.socketPath] + options + [
+                    "http://localhost\(path)"
+                ])
             let parts = result.stdout.split(separator: " ")
             #expect(parts.first == "200", "\(path): \(result.stdout)")
             times.append(parts.last.flatMap { Double($0) } ?? .infinity)
@@ -19,7 +23,9 @@ struct ProvidersIsolationTests {
         return times
     }
 
-    @Test("MULTI-8: while one provider's token service hangs or fails, the other's token, refresh and ?wait= answers take as long as before", arguments: [FaultRule.Kind.stall, .fail])
+    @Test(
+        "MULTI-8: while one provider's token service hangs or fails, the other's token, refresh and ?wait= answers take as long as before",
+        arguments: [FaultRule.Kind.stall, .fail])
     func MULTI8_oneFailingProviderDelaysNoOther(fault: FaultRule.Kind) async throws {
         // tokenService.timeoutSec 5: a hanging fetch of default's holds its single flight for 5 s a try.
         try await withTwoProviders(arguments: ["--token-service-timeout-sec", "5"]) { first, second, daemon in
@@ -33,11 +39,15 @@ struct ProvidersIsolationTests {
             let reads = try await Self.timings(daemon, "/v1/token?provider=pay&wait=5", count: 8)
             let status = json(try await curl(daemon.socketPath, "/v1/status").body)
             let p99 = { (values: [Double]) in values.sorted().last ?? .infinity }
-            print("figure: \(fault) of default: pay's refresh p99 \(Int(p99(before) * 1000)) ms before, \(Int(p99(during) * 1000)) ms during; its ?wait= reads p99 \(Int(p99(reads) * 1000)) ms")
+            print(
+                "figure: \(fault) of default: pay's refresh p99 \(Int(p99(before) * 1000)) ms before, \(Int(p99(during) * 1000)) ms during; its ?wait= reads p99 \(Int(p99(reads) * 1000)) ms"
+            )
             // A refresh of pay's costs a fetch (~10 ms here); a wait behind default's 5 s fetch would be seconds.
             #expect(p99(during) < max(3 * p99(before), 0.5), "before \(before), during \(during)")
             #expect(p99(reads) < 0.5, "\(reads)")
-            #expect(status?["providers"]?["default"]?["refresh"]?["inFlight"] == .bool(true) || status?["providers"]?["default"]?["refresh"]?["consecutiveFailures"]?.integer ?? 0 > 0)
+            #expect(
+                status?["providers"]?["default"]?["refresh"]?["inFlight"] == .bool(true)
+                    || status?["providers"]?["default"]?["refresh"]?["consecutiveFailures"]?.integer ?? 0 > 0)
             let secondCounters = try await second.counters()
             #expect(secondCounters.maxCallsInFlight <= 1, "pay: one fetch at a time")
         }

@@ -5,7 +5,9 @@ import WAFTestTraits
 
 @Suite("Several providers: restarts keep every provider's files", .offPool, .timeLimit(.minutes(2)))
 struct ProvidersRestartTests {
-    @Test("MULTI-4, STATE-1: restarted again and again, or added back by a reload, every provider is restored from its own state file and no provider's files are removed while another's are written")
+    @Test(
+        "MULTI-4, STATE-1: restarted again and again, or added back by a reload, every provider is restored from its own state file and no provider's files are removed while another's are written"
+    )
     func MULTI4_restartsKeepEveryProvidersFiles() async throws {
         let directory = try scratchDirectory("waf-providers-restart")
         let path = { (name: String) in directory.appendingPathComponent(name).path }

@@ -12,7 +12,9 @@ struct ProvidersSocketTests {
         return answer.code == 200 ? json(answer.body)?["value"]?.string : nil
     }
 
-    @Test("MULTI-2: ?provider= and ?domain= (the domain or its closest parent) choose a provider; none means default; both is 400; an unknown name or domain 404")
+    @Test(
+        "MULTI-2: ?provider= and ?domain= (the domain or its closest parent) choose a provider; none means default; both is 400; an unknown name or domain 404"
+    )
     func MULTI2_choosingAProvider() async throws {
         try await withTwoProviders { first, second, daemon in
             let main = try #require(try await Self.value(daemon))
@@ -49,7 +51,8 @@ struct ProvidersSocketTests {
     @Test("MULTI-2: with several providers and none named default, a request without a selector is 400 naming the choices")
     func MULTI2_noImplicitProvider() async throws {
         let first = try ServiceProcess(), second = try ServiceProcess(["--token-domain", "pay.example.org"])
-        let file = "providers:\n  api:\n    applicationIntegrationUrl: \(first.url)\n    domainName: 127.0.0.1\n  pay:\n    applicationIntegrationUrl: \(second.url)\n    domainName: pay.example.org\n"
+        let file =
+            "providers:\n  api:\n    applicationIntegrationUrl: \(first.url)\n    domainName: 127.0.0.1\n  pay:\n    applicationIntegrationUrl: \(second.url)\n    domainName: pay.example.org\n"
         let daemon = try await DaemonProcess.serving(service: nil, configFile: file)
         let answer = try await curl(daemon.socketPath, "/v1/token")
         #expect(answer.code == 400 && json(answer.body)?["error"]?.string == "providerRequired")
@@ -82,34 +85,42 @@ struct ProvidersSocketTests {
             #expect(try await curl(daemon.socketPath, "/readyz?domain=pay.example.org").code == 200)
             // Events: every provider's without a selector, one provider's with.
             let all = try await run("/usr/bin/curl", ["-sN", "--max-time", "2", "--unix-socket", daemon.socketPath, "http://localhost/v1/events"])
-            let only = try await run("/usr/bin/curl", ["-sN", "--max-time", "2", "--unix-socket", daemon.socketPath, "http://localhost/v1/events?provider=pay"])
+            let only = try await run(
+                "/usr/bin/curl", ["-sN", "--max-time", "2", "--unix-socket", daemon.socketPath, "http://localhost/v1/events?provider=pay"])
             #expect(all.stdout.contains(#""provider":"default""#) && all.stdout.contains(#""provider":"pay""#))
             #expect(only.stdout.contains(#""provider":"pay""#) && !only.stdout.contains(#""provider":"default""#))
             #expect(only.stdout.contains("event: token") && only.stdout.contains(pay))
         }
     }
 
-    @Test("MULTI-4: a token file and a state file per provider, one cookie jar with a cookie for each that curl -b sends to each API; restored each on its own, a damaged one set aside")
+    @Test(
+        "MULTI-4: a token file and a state file per provider, one cookie jar with a cookie for each that curl -b sends to each API; restored each on its own, a damaged one set aside"
+    )
     func MULTI4_filesPerProvider() async throws {
         let directory = try scratchDirectory("waf-providers")
         let (jar, state) = (directory.appendingPathComponent("jar.txt").path, directory.appendingPathComponent("state").path)
         let first = try ServiceProcess(), second = try ServiceProcess(["--token-domain", "pay.example.org"])
-        let file = twoProvidersFile(first: first, second: second)
+        let file =
+            twoProvidersFile(first: first, second: second)
             + "    sinks:\n      tokenFile: \(directory.path)/pay.token\nsinks:\n  tokenFile: \(directory.path)/main.token\n  cookieJar: \(jar)\nstateDirectory: \(state)\n"
         var daemon = try await DaemonProcess.serving(service: nil, configFile: file)
         let main = try #require(try await Self.value(daemon))
         let pay = try #require(try await Self.value(daemon, "&provider=pay"))
-        #expect(await eventually {
-            (try? String(contentsOfFile: "\(directory.path)/main.token", encoding: .utf8)) == main
-                && (try? String(contentsOfFile: "\(directory.path)/pay.token", encoding: .utf8)) == pay
-                && ((try? String(contentsOfFile: jar, encoding: .utf8))?.split(separator: "\n").filter { !$0.hasPrefix("#") }.count == 2)
-                && Set((try? FileManager.default.contentsOfDirectory(atPath: state)) ?? []) == ["token.json", "token.pay.json"]
-        }, "each provider's token file, both cookies in the jar, a state file each")
+        #expect(
+            await eventually {
+                (try? String(contentsOfFile: "\(directory.path)/main.token", encoding: .utf8)) == main
+                    && (try? String(contentsOfFile: "\(directory.path)/pay.token", encoding: .utf8)) == pay
+                    && ((try? String(contentsOfFile: jar, encoding: .utf8))?.split(separator: "\n").filter { !$0.hasPrefix("#") }.count == 2)
+                    && Set((try? FileManager.default.contentsOfDirectory(atPath: state)) ?? []) == ["token.json", "token.pay.json"]
+            }, "each provider's token file, both cookies in the jar, a state file each")
         // curl -b sends each API the cookie of its own domain.
         let port = String(second.origin.split(separator: ":").last ?? "")
-        let toPay = try await run("/usr/bin/curl", [
-            "-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, "--resolve", "pay.example.org:\(port):127.0.0.1", "http://pay.example.org:\(port)/protected/x",
-        ])
+        let toPay = try await run(
+            "/usr/bin/curl",
+            [
+                "-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, "--resolve", "pay.example.org:\(port):127.0.0.1",
+                "http://pay.example.org:\(port)/protected/x",
+            ])
         let toMain = try await run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-b", jar, first.origin + "/protected/x"])
         #expect(toPay.stdout == "200" && toMain.stdout == "200")
         // Restart with pay's state damaged: default's is served at once, pay's set aside and fetched.

@@ -11,7 +11,10 @@ struct ProxyRelayTests {
     static let script: @Sendable (String) -> ScriptedUpstream.Reply = { path in
         switch path {
         case "/length": .init("HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Kind: length\r\n\r\nhello")
-        case "/chunked": .init("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        case "/chunked":
+            .init(
+                "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: keep-alive, X-Hop\r\nX-Hop: 1\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+            )
         case "/empty": .init("HTTP/1.1 204 No Content\r\n\r\n")
         case "/interim": .init("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
         case "/close": .init("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the end", close: true)
@@ -79,7 +82,8 @@ struct ProxyRelayTests {
         }
     }
 
-    @Test("upstream, a request goes with the token cookie, the upstream's Host, Via, its body framed by its length, and no hop-by-hop header or Expect")
+    @Test(
+        "upstream, a request goes with the token cookie, the upstream's Host, Via, its body framed by its length, and no hop-by-hop header or Expect")
     func whatGoesUpstream() async throws {
         try await Self.withRelay { upstream, socket in
             let client = try RawSocket(path: socket)

@@ -4,9 +4,9 @@ import Foundation
 import NIOCore
 import Testing
 import WAFChallenge
+import WAFJSON
 import WAFLocalTokenService
 import WAFTestSupport
-import WAFJSON
 import WAFTestTraits
 
 /// The token-injecting proxy against real processes: the local token service's protected resource
@@ -96,7 +96,8 @@ struct ProxyTests {
             let encoded = socket.addingPercentEncoding(withAllowedCharacters: .urlHostAllowed)!
             for round in 0..<2 {
                 for index in 0..<5 {
-                    let response = try await client.execute(HTTPClientRequest(url: "http+unix://\(encoded)/protected/swift-\(index)"), timeout: .seconds(10))
+                    let response = try await client.execute(
+                        HTTPClientRequest(url: "http+unix://\(encoded)/protected/swift-\(index)"), timeout: .seconds(10))
                     _ = try await response.body.collect(upTo: 1 << 20)
                     #expect(response.status == .ok, "round \(round), request \(index)")
                 }
@@ -114,7 +115,8 @@ struct ProxyTests {
                 let file = directory.appendingPathComponent("body-\(bytes)")
                 try data.write(to: file)
                 let digest = SHA256.hash(data: data).map { String(format: "%02x", $0) }.joined()
-                let (code, body) = try await curl(socket, "/protected/upload", ["--data-binary", "@\(file.path)", "-H", "Content-Type: application/octet-stream"])
+                let (code, body) = try await curl(
+                    socket, "/protected/upload", ["--data-binary", "@\(file.path)", "-H", "Content-Type: application/octet-stream"])
                 return (code, body, digest)
             }
             let large = 1 << 20
@@ -241,7 +243,8 @@ struct ProxyTests {
                 "applicationIntegrationUrl: \(service.url)\ndomainName: 127.0.0.1\nsocket:\n  path: \(directory.path)/token.sock\n\(proxy)"
             }
             let file = directory.appendingPathComponent("waf-tokend.yaml")
-            try config("proxy:\n  listen: \(socket)\n  upstream: \(service.origin)\n  tokenIn: header\n").write(to: file, atomically: true, encoding: .utf8)
+            try config("proxy:\n  listen: \(socket)\n  upstream: \(service.origin)\n  tokenIn: header\n").write(
+                to: file, atomically: true, encoding: .utf8)
             let daemon = try DaemonProcess(service: nil, replacing: ["--config", file.path, "--refresh-jitter", "false"], directory: directory)
             try await daemon.waitUntilServing()
             #expect(try await curl(socket, "/protected/header").code == 200)
@@ -249,7 +252,8 @@ struct ProxyTests {
             let ctl = try await run(productsDirectory.appendingPathComponent("waf-tokenctl").path, ["--socket", daemon.socketPath, "status"])
             #expect(ctl.stdout.contains("proxy:     \(socket) -> \(service.origin)/ (token in header)"), "\(ctl.stdout)")
 
-            try config("proxy:\n  listen: \(socket)\n  upstream: \(service.origin)\n  tokenIn: cookie\n").write(to: file, atomically: true, encoding: .utf8)
+            try config("proxy:\n  listen: \(socket)\n  upstream: \(service.origin)\n  tokenIn: cookie\n").write(
+                to: file, atomically: true, encoding: .utf8)
             daemon.signal(SIGHUP)
             #expect(await eventually { (try? await Self.proxyStatus(daemon))?["tokenIn"]?.string == "cookie" })
             #expect(try await curl(socket, "/protected/cookie").code == 200)

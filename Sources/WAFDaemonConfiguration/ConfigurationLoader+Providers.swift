@@ -76,7 +76,7 @@ extension ConfigurationLoader {
                 providers.append(provider)
             }
         }
-        issues += conflicts(providers)
+        issues += conflicts(providers) + tenantIssues(providers, top: top.values)
         return (providers, issues)
     }
 

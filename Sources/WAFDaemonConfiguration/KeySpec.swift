@@ -35,6 +35,12 @@ public struct KeySpec: Sendable, Hashable {
         case listenAddress
         /// An absolute URL.
         case url
+        /// A group name or a numeric gid.
+        case groupName
+        /// A loopback address with a port (a TCP listener only this host reaches).
+        case loopbackAddress
+        /// An address with a port, on any interface (a listener that never carries a token).
+        case tcpAddress
     }
 
     /// The dotted name, as in the file: `socket.path`.
@@ -99,6 +105,9 @@ public struct KeySpec: Sendable, Hashable {
         case .listenAddress:
             "a Unix socket path of at most \(ListenAddress.maximumPathBytes) bytes, or a loopback address with a port (127.0.0.1:8089, [::1]:8089)"
         case .url: "an absolute https URL (http only to a loopback host)"
+        case .groupName: "a group name or a numeric gid"
+        case .loopbackAddress: "a loopback address with a port (127.0.0.1:8090, [::1]:8090)"
+        case .tcpAddress: "an address with a port (0.0.0.0:9464, 127.0.0.1:9464, [::]:9464)"
         }
     }
 

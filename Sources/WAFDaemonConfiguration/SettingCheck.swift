@@ -137,6 +137,13 @@ enum SettingCheck {
                 ?? .failure(Problem("is neither a Unix socket path nor a loopback address with a port"))
         case .url:
             return text.contains("://") ? .success(.text(text)) : .failure(Problem("is not an absolute URL"))
+        case .groupName:
+            return isGroupName(text) ? .success(.text(text)) : .failure(Problem("is neither a group name nor a numeric gid"))
+        case .loopbackAddress:
+            guard case .loopback? = ListenAddress(text) else { return .failure(Problem("is not a loopback address with a port")) }
+            return .success(.text(text))
+        case .tcpAddress:
+            return TCPAddress(text) == nil ? .failure(Problem("is not an address with a port")) : .success(.text(text))
         case .provider, .list:
             preconditionFailure("checked elsewhere")
         }
@@ -148,6 +155,18 @@ enum SettingCheck {
         let bytes = path.utf8.count
         guard bytes > ListenAddress.maximumPathBytes else { return nil }
         return Problem("is \(bytes) bytes long; a Unix socket address holds at most \(ListenAddress.maximumPathBytes)")
+    }
+
+    /// What useradd and groupadd accept (letters, digits, `_`, `-`, `.`, not starting with `-`, at
+    /// most 32), or a number.
+    static func isGroupName(_ text: String) -> Bool {
+        if let id = UInt32(text) { return id != UInt32.max }
+        let bytes = Array(text.utf8)
+        guard (1...32).contains(bytes.count), bytes[0] != UInt8(ascii: "-") else { return false }
+        return bytes.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || "_-.".utf8.contains(byte)
+        }
     }
 
     /// "0660", "660" or "0o660".

@@ -45,6 +45,12 @@ package struct UpstreamTarget: Sendable, Hashable {
     /// base path. An absolute-form target (`http://elsewhere/x`) keeps only its path and query:
     /// it never chooses the host.
     package func target(for requestURI: String) -> String {
+        basePath + Self.originForm(requestURI)
+    }
+
+    /// The path and query of a request target: an absolute-form target loses its scheme and
+    /// authority, and anything else is put below `/`.
+    package static func originForm(_ requestURI: String) -> String {
         var uri = Substring(requestURI)
         if !uri.hasPrefix("/"), let schemeEnd = uri.firstRange(of: "://") {
             let rest = uri[schemeEnd.upperBound...]
@@ -52,7 +58,7 @@ package struct UpstreamTarget: Sendable, Hashable {
         }
         if uri.hasPrefix("?") || uri.isEmpty { uri = "/" + uri }
         if !uri.hasPrefix("/") { uri = "/" + uri }  // "*" or garbage: still below the base path
-        return basePath + uri
+        return String(uri)
     }
 
     package var url: String { "\(secure ? "https" : "http")://\(authority)\(basePath)/" }

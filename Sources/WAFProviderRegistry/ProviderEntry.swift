@@ -2,46 +2,84 @@ import NIOConcurrencyHelpers
 import WAFDaemonTransport
 import WAFTokenCore
 
-/// One provider of the running daemon as the listeners see it: its token provider, its domain, who
-/// may use it, and its proxy's status board. The daemon makes it and changes it on reload.
+/// One provider of the running daemon as the listeners see it: its token provider, the identity
+/// and domain it answers for, who may use it, and its proxy's status board. The daemon makes it
+/// and changes it on reload.
+///
+/// Access is decided for a token, not only for a request: a token goes to a peer only when the
+/// peer is allowed now and the token was fetched for the identity those lists belong to
+/// (`token(for:)`, TENANT-2). While a reload switches the identity, the provider drops the old
+/// token first and the entry takes the new identity with the new lists in one step; in between,
+/// no token is handed out at all.
 package final class ProviderEntry: Sendable {
-    /// What a reload replaces together, so that a reader never sees one without the other.
-    private struct Reloadable {
-        var domainName: String
-        var access: AccessPolicy
+    /// What a reload replaces together, so that a reader never sees one without the others.
+    package struct Tenancy: Sendable {
+        package var identity: WAFTokenIdentity
+        package var domainName: String
+        package var access: AccessPolicy
+
+        package init(identity: WAFTokenIdentity, domainName: String, access: AccessPolicy) {
+            self.identity = identity
+            self.domainName = domainName
+            self.access = access
+        }
     }
 
     package let name: String
     package let provider: WAFTokenProvider
     /// The proxy's state for `/v1/status` and `waf-tokenctl status`.
     package let board: ProxyBoard
-    private let state: NIOLockedValueBox<Reloadable>
+    /// Forced refreshes (`POST /v1/refresh`, the proxy's challenges): at most one fetch per interval.
+    package let forcedRefresh: ForcedRefresh
+    private let state: NIOLockedValueBox<Tenancy>
 
-    package init(name: String, provider: WAFTokenProvider, access: AccessPolicy, board: ProxyBoard = ProxyBoard()) {
+    package init(
+        name: String, provider: WAFTokenProvider, access: AccessPolicy, board: ProxyBoard = ProxyBoard(),
+        forcedRefresh: ForcedRefresh = ForcedRefresh()
+    ) {
         self.name = name
         self.provider = provider
         self.board = board
-        state = NIOLockedValueBox(Reloadable(domainName: provider.configuration.domainName, access: access))
+        self.forcedRefresh = forcedRefresh
+        let configuration = provider.configuration
+        state = NIOLockedValueBox(Tenancy(identity: configuration.identity, domainName: configuration.domainName, access: access))
     }
-
-    package var isDefault: Bool { name == ProviderEntry.defaultName }
 
     /// The name of the provider the top-level identity makes (`ProviderName.defaultName`).
     package static let defaultName = "default"
 
+    package var isDefault: Bool { name == ProviderEntry.defaultName }
+
+    package var tenancy: Tenancy { state.withLockedValue { $0 } }
+
     /// The domain `?domain=` and `X-Forwarded-Host` are matched against.
-    package var domainName: String { state.withLockedValue { $0.domainName } }
+    package var domainName: String { tenancy.domainName }
 
     /// Who may use its token, cookie, events and refresh: its `allowedUsers`/`allowedGroups`, by
     /// default the socket's.
-    package var access: AccessPolicy { state.withLockedValue { $0.access } }
+    package var access: AccessPolicy { tenancy.access }
 
-    package func update(domainName: String, access: AccessPolicy) {
-        state.withLockedValue { $0 = Reloadable(domainName: domainName, access: access) }
+    package func update(_ tenancy: Tenancy) {
+        state.withLockedValue { $0 = tenancy }
     }
 
     package func allows(_ peer: PeerCredentials?) -> Bool {
         guard let peer else { return false }
         return access.allows(peer)
+    }
+
+    /// The cached token `peer` may have now: nil when the peer may not use this provider, or when
+    /// the provider holds no token of the identity the entry's lists belong to (none yet, or a
+    /// reload between its steps).
+    package func token(for peer: PeerCredentials?) -> (token: WAFToken, age: Duration, stale: Bool)? {
+        let tenancy = tenancy
+        guard let peer, tenancy.access.allows(peer) else { return nil }
+        return provider.cachedToken(for: tenancy.identity)
+    }
+
+    /// The cached token of the entry's identity, whoever asks (the fast path's cache, which
+    /// checks the peer on its own).
+    package var currentToken: (token: WAFToken, age: Duration, stale: Bool)? {
+        provider.cachedToken(for: tenancy.identity)
     }
 }

@@ -37,9 +37,18 @@ extension ProviderSet {
             entry = implicit
         }
         guard entry.allows(peer) else {
-            return .refused(.error(.forbidden, "forbidden", "this user may not use provider \(entry.name) (its allowedUsers, allowedGroups)"))
+            // Named only when the request named it: a peer learns nothing of providers it may not
+            // use, not even which one a domain belongs to (TENANT-7).
+            return .refused(Self.forbidden(query["provider"]))
         }
         return .provider(entry)
+    }
+
+    /// 403 for a provider the peer may not use, naming it only if `named` (the request named it).
+    package static func forbidden(_ named: String?) -> HTTPReply {
+        .error(
+            .forbidden, "forbidden",
+            "this user may not use \(named.map { "provider \($0)" } ?? "the provider this request means") (its allowedUsers, allowedGroups)")
     }
 
     /// The providers `peer` may use, in order.

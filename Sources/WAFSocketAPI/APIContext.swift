@@ -27,12 +27,15 @@ package final class APIContext: ConnectionGuardContext {
 
     package let providers: ProviderSet
     package let metrics: any APIMetrics
+    /// The listener's connection counts and refusal log (TENANT-6).
+    package let limits = ListenerLimits()
     package var requestCounting: any RequestCounting { metrics }
     package let events: EventBroadcaster
     package let logger: Logger
     package let info: Info
     package let started = ContinuousClock.now
     private let current: NIOLockedValueBox<Settings>
+    private let lifecycle = NIOLockedValueBox<AccessPolicy?>(nil)
     /// The fast path rebuilds its cached answer when this moves.
     package let generation: SnapshotGeneration
     package let shuttingDown = Atomic<Bool>(false)
@@ -61,5 +64,18 @@ package final class APIContext: ConnectionGuardContext {
     }
 
     package var connectionSettings: ConnectionSettings { settings }
+
+    /// Whether the connection's peer may use the socket under the lists in force, decided again
+    /// after a reload or anything published (TENANT-3).
+    func allows(_ connection: ConnectionState) -> Bool {
+        connection.allowed(under: settings.policy, generation: generation.current)
+    }
+
+    /// `lifecycle.allowedUsers`/`allowedGroups`: who may move the lifecycle besides a peer allowed
+    /// for every provider; nil when neither is set.
+    package var lifecycleAccess: AccessPolicy? {
+        get { lifecycle.withLockedValue { $0 } }
+        set { lifecycle.withLockedValue { $0 = newValue } }
+    }
     package var listenerName: String { "socket" }
 }

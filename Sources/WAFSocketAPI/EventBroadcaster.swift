@@ -19,8 +19,12 @@ package final class EventBroadcaster: Sendable {
     package struct Subscriber: Sendable {
         package let eventLoop: any EventLoop
         package let gate: LoopGate
-        /// Whether the stream gets events of this provider.
+        /// Whether the stream gets events of this provider, asked at each event (the peer may have
+        /// lost access to it in a reload).
         package let wants: @Sendable (String) -> Bool
+        /// Whether the stream may stay open after a reload: false ends it (a stream of one
+        /// provider whose peer may no longer use it, TENANT-3).
+        package let stillAllowed: @Sendable () -> Bool
         /// Writes one frame; called on `eventLoop`.
         package let send: @Sendable (ByteBuffer) -> Void
         /// Ends the stream (shutdown); called on `eventLoop`.
@@ -73,6 +77,13 @@ package final class EventBroadcaster: Sendable {
     /// Sends `event` of `provider` to every stream that wants it, if it is one the API announces.
     package func publish(_ event: WAFProviderEvent, provider: String) {
         if let frame = Self.frame(event, provider: provider) { publish(raw: frame, provider: provider) }
+    }
+
+    /// After a reload: ends the streams whose peer may no longer use what they asked for; the
+    /// others go on, each event still checked against the new lists.
+    package func reauthorize() {
+        let subscribers = state.withLockedValue { Array($0.subscribers.values) }
+        for subscriber in subscribers where !subscriber.stillAllowed() { subscriber.gate.execute(on: subscriber.eventLoop) { subscriber.finish() } }
     }
 
     /// Ends every stream (graceful stop).

@@ -16,6 +16,8 @@ public final class DaemonProcess: @unchecked Sendable {
     public static func arguments(service: ServiceProcess?, socket: String) -> [String] {
         var arguments = [
             "--socket-path", socket, "--refresh-jitter", "false", "--max-error-token-refresh-delay-msec", "50",
+            // Every forced refresh fetches, as most tests count on; the limit has tests of its own (TENANT-4).
+            "--refresh-min-forced-interval-sec", "0",
             "--config", "/dev/null",
         ]
         if let service { arguments += ["--application-integration-url", service.url, "--domain-name", "127.0.0.1"] }

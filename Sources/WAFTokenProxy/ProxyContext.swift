@@ -21,13 +21,17 @@ final class ProxyContext: ConnectionGuardContext {
         let generation: Int
     }
 
-    let provider: WAFTokenProvider
+    /// The provider whose token it adds, with its name, board and forced-refresh limit.
+    let entry: ProviderEntry
+    var provider: WAFTokenProvider { entry.provider }
     /// Its name, which the proxy's metrics carry.
-    let providerName: String
+    var providerName: String { entry.name }
+    var board: ProxyBoard { entry.board }
     let metrics: any ProxyMetrics
+    /// The listener's connection counts and refusal log (TENANT-6).
+    package let limits = ListenerLimits()
     var requestCounting: any RequestCounting { metrics }
     let logger: Logger
-    let board: ProxyBoard
     let pools: UpstreamPools
     private let current: NIOLockedValueBox<Route>
     let shuttingDown = Atomic<Bool>(false)
@@ -38,17 +42,15 @@ final class ProxyContext: ConnectionGuardContext {
     let upstreamTimer: CoreMetrics.Timer
 
     init(
-        provider: WAFTokenProvider, name: String, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup,
-        loopGate: LoopGate, metrics: any ProxyMetrics, board: ProxyBoard, logger: Logger
+        entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
+        metrics: any ProxyMetrics, logger: Logger
     ) throws(ProxyFailure) {
-        self.provider = provider
-        providerName = name
+        self.entry = entry
         self.loopGate = loopGate
         self.metrics = metrics
-        self.board = board
         self.logger = logger
-        requestCounters = metrics.proxyRequestCounters(provider: name)
-        upstreamTimer = metrics.upstreamTimer(provider: name)
+        requestCounters = metrics.proxyRequestCounters(provider: entry.name)
+        upstreamTimer = metrics.upstreamTimer(provider: entry.name)
         current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1))
         pools = UpstreamPools(group: group)
     }
@@ -81,22 +83,29 @@ final class ProxyContext: ConnectionGuardContext {
 
     // MARK: Tokens
 
-    /// The token to send now, fresh or stale; nil before the first.
-    var currentToken: String? { provider.cachedToken()?.token.value }
+    /// The token to send on `route` now, fresh or stale: only one fetched for the identity the
+    /// route was made for, so a request on its way when a reload switches the identity carries
+    /// the token of its route or none (TENANT-2); nil before the first.
+    func token(for route: Route) -> String? {
+        provider.cachedToken(for: route.settings.identity)?.token.value
+    }
 
-    /// Calls `completion` on `eventLoop` with a first token, or with nil after `timeout`.
-    func waitForToken(timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
-        awaitToken(timeout: timeout, on: eventLoop, completion) { self.provider.onTokenReady($0) }
+    /// Calls `completion` on `eventLoop` with a first token of `route`, or with nil after `timeout`.
+    func waitForToken(for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
+        awaitToken(for: route, timeout: timeout, on: eventLoop, completion) { self.provider.onTokenReady($0) }
     }
 
     /// Asks for a new token (RET-8: joining a fetch in flight) and calls `completion` on `eventLoop`
-    /// with it, or with nil when it fails or `timeout` passes first.
-    func refreshToken(timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
-        awaitToken(timeout: timeout, on: eventLoop, completion) { self.provider.refreshToken($0) }
+    /// with the route's token then, or with nil when it fails or `timeout` passes first. A forced
+    /// fetch at most once per `refresh.minForcedIntervalSec` (TENANT-4): inside it, nil at once.
+    func refreshToken(for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
+        awaitToken(for: route, timeout: timeout, on: eventLoop, completion) { callback in
+            if self.entry.forcedRefresh.request(self.provider, callback) == .limited { callback(nil, nil) }
+        }
     }
 
     private func awaitToken(
-        timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void,
+        for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void,
         _ ask: (@escaping WAFTokenResultCallback) -> Void
     ) {
         let answered = Once()
@@ -107,7 +116,8 @@ final class ProxyContext: ConnectionGuardContext {
             loopGate.execute(on: eventLoop) {
                 guard answered.claim() else { return }
                 timer.cancel()
-                completion(token?.value)
+                // The route's token, not the callback's: a reload may have switched the identity.
+                completion(token == nil ? nil : self.token(for: route))
             }
         }
     }

@@ -7,21 +7,19 @@ import WAFTokenCore
 /// Runs the proxy a provider's configuration asks for: starts it, applies a reload (new settings
 /// in place, a new listener when its address changes, off when `proxy.listen` goes), stops it.
 package actor ProxyController {
-    private let provider: WAFTokenProvider
-    private let name: String
+    private let entry: ProviderEntry
     private let metrics: any ProxyMetrics
-    private let board: ProxyBoard
     private let logger: Logger
     private var server: ProxyServer?
     package static let grace = Duration.seconds(5)
 
-    package init(provider: WAFTokenProvider, name: String, metrics: any ProxyMetrics, board: ProxyBoard, logger: Logger) {
-        self.provider = provider
-        self.name = name
+    package init(entry: ProviderEntry, metrics: any ProxyMetrics, logger: Logger) {
+        self.entry = entry
         self.metrics = metrics
-        self.board = board
         self.logger = logger
     }
+
+    private var board: ProxyBoard { entry.board }
 
     /// Makes the running proxy what `settings` say (nil: none). On failure the proxy stays as it was.
     package func apply(_ settings: ProxySettings?, connection: ConnectionSettings) async throws(ProxyFailure) {
@@ -34,12 +32,13 @@ package actor ProxyController {
             board.off()
             logger.notice("proxy stopped (proxy.listen is no longer set)")
         case (let running?, let settings?) where running.settings.sameListener(as: settings):
+            let upstreamChanged = running.context.route.settings.upstream != settings.upstream
             try running.context.update(settings, connection: connection)
-            if running.context.route.settings.upstream != settings.upstream { running.context.pools.closeIdle() }
+            if upstreamChanged { running.context.pools.closeIdle() }
             board.serving(settings, at: running.address)
         case (let running, let settings?):
             let replacement = try ProxyServer(
-                provider: provider, name: name, settings: settings, connection: connection, metrics: metrics, board: board, logger: logger)
+                entry: entry, settings: settings, connection: connection, metrics: metrics, logger: logger)
             // The same address must be let go before it can be bound again; another is bound first,
             // so that a failure leaves the old one serving.
             if let running, running.settings.listen == settings.listen {
@@ -75,7 +74,8 @@ extension ConnectionSettings {
         self.init(
             policy: AccessPolicy(allowedUsers: settings.allowedUsers, allowedGroups: settings.allowedGroups, keyPrefix: "proxy", logger: logger),
             idleTimeout: .seconds(Int64(configuration[Keys.socketIdleTimeoutSec])),
-            requestTimeout: .seconds(Int64(configuration[Keys.socketRequestTimeoutSec])))
+            requestTimeout: .seconds(Int64(configuration[Keys.socketRequestTimeoutSec])),
+            maxConnections: configuration[Keys.socketMaxConnections], maxConnectionsPerUser: configuration[Keys.socketMaxConnectionsPerUser])
     }
 }
 

@@ -31,6 +31,8 @@ final class ProxyExchange {
 
     let route: ProxyContext.Route
     let head: HTTPHead
+    /// Where the upstream gets it: the client's path normalised, below the base path.
+    let target: String
     /// How the client frames the request's body.
     let requestFraming: HTTPFraming
     let keepAlive: Bool
@@ -58,9 +60,12 @@ final class ProxyExchange {
     /// How the answer's body goes to the client (set with the answer's head).
     var clientFraming = ProxyRules.ClientFraming.asUpstream
 
-    init(route: ProxyContext.Route, head: HTTPHead, framing: HTTPFraming, plan: ProxyRules.BodyPlan, allocator: ByteBufferAllocator) {
+    init(
+        route: ProxyContext.Route, head: HTTPHead, target: String, framing: HTTPFraming, plan: ProxyRules.BodyPlan, allocator: ByteBufferAllocator
+    ) {
         self.route = route
         self.head = head
+        self.target = target
         requestFraming = framing
         keepAlive = head.keepAlive
         streaming = plan == .stream

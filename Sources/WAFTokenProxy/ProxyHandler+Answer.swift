@@ -18,7 +18,8 @@ extension ProxyHandler {
     func challenged(_ answer: ProxyExchange.Answer) {
         guard let context, let exchange else { return }
         let decision = ProxyRules.afterChallenge(
-            replayable: exchange.replayable, replayed: exchange.replayed, sentToken: exchange.sentToken, currentToken: proxy.currentToken)
+            replayable: exchange.replayable, replayed: exchange.replayed, sentToken: exchange.sentToken,
+            currentToken: proxy.token(for: exchange.route))
         switch decision {
         case .passOn:
             passOn(answer)
@@ -27,7 +28,7 @@ extension ProxyHandler {
         case .refresh:
             self.exchange!.phase = .refreshing(answer)
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            proxy.refreshToken(timeout: max(exchange.route.settings.tokenWait, .seconds(1)), on: context.eventLoop) { token in
+            proxy.refreshToken(for: exchange.route, timeout: max(exchange.route.settings.tokenWait, .seconds(1)), on: context.eventLoop) { token in
                 let this = handler.value
                 guard let exchange = this.exchange, case .refreshing(let answer) = exchange.phase else { return }
                 switch ProxyRules.afterRefresh(token, sentToken: exchange.sentToken) {
@@ -116,24 +117,30 @@ extension ProxyHandler {
             upstream.channel.close(promise: nil)
             exchange!.upstream = nil
         }
-        let keepAlive = !closeAfterAnswer && exchange?.keepAlive == true
+        answerBegins()
+        keepsAfterAnswer = keepsConnection(exchange)
         count(reply.status)
-        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepAlive, allocator: context.channel.allocator)), promise: nil)
+        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepsAfterAnswer, allocator: context.channel.allocator)), promise: nil)
         finish()
     }
 
     func sendHead(_ head: HTTPHead, _ framing: HTTPFraming, _ exchange: ProxyExchange) {
         guard let context else { return }
+        answerBegins()
+        keepsAfterAnswer = keepsConnection(exchange)
         count(HTTPResponseStatus(statusCode: head.status))
         var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
-        ProxyRules.writeClientHead(head, framing: framing, clientFraming: exchange.clientFraming, keepAlive: keepsConnection(exchange), into: &bytes)
+        ProxyRules.writeClientHead(head, framing: framing, clientFraming: exchange.clientFraming, keepAlive: keepsAfterAnswer, into: &bytes)
         context.write(wrapOutboundOut(bytes), promise: nil)
     }
 
-    /// Whether the client's connection carries another request after this answer.
+    /// Whether the client's connection carries another request after this answer: not when
+    /// either side asked to close, the daemon stops, or a reload took the peer's access away
+    /// (TENANT-3). Decided once, as the answer's head is written, so that the head says what follows.
     private func keepsConnection(_ exchange: ProxyExchange?) -> Bool {
-        guard let exchange else { return false }
-        return exchange.keepAlive && !closeAfterAnswer && exchange.clientFraming == .asUpstream && !proxy.shuttingDown.load(ordering: .relaxed)
+        guard let exchange, exchange.keepAlive, !closeAfterAnswer, exchange.clientFraming == .asUpstream, !proxy.shuttingDown.load(ordering: .relaxed)
+        else { return false }
+        return stillAllowed()
     }
 
     private func count(_ status: HTTPResponseStatus) {
@@ -153,7 +160,9 @@ extension ProxyHandler {
     /// The answer is complete: the next request, or the connection's end.
     func finish() {
         guard let context else { return }
-        let keepAlive = keepsConnection(exchange)
+        let keepAlive = keepsAfterAnswer
+        keepsAfterAnswer = false
+        announcedServing = false
         exchange = nil
         // Written out before the guard hears of the end: on a graceful stop it closes at once.
         guard keepAlive else {

@@ -14,10 +14,10 @@ extension ProxyHandler: UpstreamDelegate {
     func dispatch() {
         guard let context, let exchange else { return }
         exchange.phase = .waitingForToken
-        let token = proxy.currentToken
+        let token = proxy.token(for: exchange.route)
         if token == nil, exchange.route.settings.tokenWait > .zero {
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            proxy.waitForToken(timeout: exchange.route.settings.tokenWait, on: context.eventLoop) { token in
+            proxy.waitForToken(for: exchange.route, timeout: exchange.route.settings.tokenWait, on: context.eventLoop) { token in
                 handler.value.connect(token: token)
             }
         } else {
@@ -58,7 +58,8 @@ extension ProxyHandler: UpstreamDelegate {
         let framing = exchange.framing
         var request = connection.channel.allocator.buffer(capacity: exchange.head.bytes.readableBytes + 512)
         ProxyRules.writeUpstreamHead(
-            exchange.head, upstream: exchange.route.settings.upstream, token: exchange.sentToken, placement: exchange.route.settings.tokenIn,
+            exchange.head, target: exchange.target, upstream: exchange.route.settings.upstream, token: exchange.sentToken,
+            placement: exchange.route.settings.tokenIn,
             cookieApplies: proxy.provider.cookieManager.applies(toPath:), framing: framing, into: &request)
         connection.handler.send(request)
         if exchange.body.readableBytes > 0 {

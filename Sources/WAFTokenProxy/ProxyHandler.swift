@@ -32,6 +32,11 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// How far the head arriving has been looked through.
     private var headScanned = 0
     private var processing = false
+    /// The guard was told the request is being served: its request timeout, which bounds the head
+    /// and the whole body (TENANT-6), has stopped.
+    var announcedServing = false
+    /// Whether the connection carries another request after the answer in progress.
+    var keepsAfterAnswer = false
 
     init(proxy: ProxyContext, connection: ConnectionState) {
         self.proxy = proxy
@@ -111,23 +116,43 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: HTTPHead, _ framing: HTTPFraming) {
         guard let context else { return }
-        context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
-        guard connection.allowed else {
+        guard stillAllowed() else {
             return refuse(.forbidden, "forbidden", "this user may not use the proxy (proxy.allowedUsers, proxy.allowedGroups)")
         }
         if head.first.count == 7, head.equals(head.first, lowercase: "connect") {
             return refuse(.methodNotAllowed, "methodNotAllowed", "the proxy forwards to its one upstream; CONNECT is not supported")
         }
         let route = proxy.route
+        let target: String
+        switch ProxyRules.upstreamTarget(for: head, upstream: route.settings.upstream) {
+        case .success(let normalized): target = normalized
+        case .failure(let refusal): return refuse(refusal.reply)
+        }
         let plan = ProxyRules.bodyPlan(framing, replayBufferBytes: route.settings.replayBufferBytes)
-        exchange = ProxyExchange(route: route, head: head, framing: framing, plan: plan, allocator: context.channel.allocator)
+        exchange = ProxyExchange(route: route, head: head, target: target, framing: framing, plan: plan, allocator: context.channel.allocator)
         // A request the upstream will see as asking for an upgrade it cannot get: answered, then closed.
         if head.contains("upgrade") { closeAfterAnswer = true }
         // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
         if framing != .none, head.lists("expect", "100-continue") {
             context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
         }
+        if framing == .none { answerBegins() }
         if plan == .stream || framing == .none { dispatch() }
+    }
+
+    /// The request is complete or its answer begins: from now on the guard's request timeout does
+    /// not run (a 408 must never be written over an answer). Until then it bounds the head and the
+    /// body together, so that a body which drips is cut like a head which drips (TENANT-6).
+    func answerBegins() {
+        guard !announcedServing, let context else { return }
+        announcedServing = true
+        context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
+    }
+
+    /// Whether the peer may use the proxy under the lists in force, decided again after a reload.
+    func stillAllowed() -> Bool {
+        let route = proxy.route
+        return connection.allowed(under: route.connection.policy, generation: UInt64(route.generation))
     }
 
     private func takeBody(_ bytes: inout ByteBuffer) {
@@ -174,6 +199,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     private func requestEnded() {
         guard exchange != nil else { return }
         exchange!.requestComplete = true
+        answerBegins()
         if !exchange!.streaming {
             dispatch()
         } else if let upstream = exchange!.upstream, exchange!.upstreamHeadSent {

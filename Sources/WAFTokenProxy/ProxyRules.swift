@@ -1,5 +1,6 @@
 import NIOCore
 import WAFDaemonConfiguration
+import WAFDaemonTransport
 import WAFHTTPWire
 import WAFTokenCore
 
@@ -40,11 +41,16 @@ enum ProxyRules {
     /// Writes the upstream request for the client's `head`: the configured upstream's path and
     /// `Host`, the client's end-to-end header lines as they came, the token where `tokenIn` puts
     /// it, the body's framing, `Via`.
+    /// Where the upstream gets a client's request: the client's path with its dot-segments removed
+    /// (`RequestPath`), below the upstream URL's base path; or the 400 that refuses it.
+    static func upstreamTarget(for head: HTTPHead, upstream: UpstreamTarget) -> Result<String, HTTPRefusal> {
+        RequestPath.normalized(UpstreamTarget.originForm(head.target)).map { upstream.basePath + $0 }
+    }
+
     static func writeUpstreamHead(
-        _ head: HTTPHead, upstream: UpstreamTarget, token: String?, placement: ProxySettings.TokenPlacement,
+        _ head: HTTPHead, target: String, upstream: UpstreamTarget, token: String?, placement: ProxySettings.TokenPlacement,
         cookieApplies: (String) -> Bool, framing: Framing, into buffer: inout ByteBuffer
     ) {
-        let target = upstream.target(for: head.target)
         let tokenCookie = token != nil && placement == .cookie && cookieApplies(target)
         let tokenHeader = token != nil && placement == .header
         buffer.writeString(head.method)
@@ -134,7 +140,10 @@ enum ProxyRules {
         buffer.writeStaticString("\r\n")
         let hop = HopByHop(head)
         for field in head.fields where !hop.drops(field) {
-            if clientFraming != .asUpstream, head.equals(field.name, lowercase: "content-length") { continue }
+            // A length that does not frame what the client gets goes: decoded chunks, a body to the
+            // close, and a chunked answer that also named a length (RFC 9112 §6.3: an intermediary
+            // MUST remove it; the client must not be able to read the body two ways, TENANT-9).
+            if clientFraming != .asUpstream || framing == .chunked, head.equals(field.name, lowercase: "content-length") { continue }
             writeLine(head, field, into: &buffer)
         }
         if framing == .chunked, clientFraming == .asUpstream { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }

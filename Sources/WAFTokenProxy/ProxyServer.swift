@@ -14,15 +14,13 @@ final class ProxyServer: Sendable {
     private let listener: Listener
 
     init(
-        provider: WAFTokenProvider, name: String, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics,
-        board: ProxyBoard, logger: Logger
+        entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics, logger: Logger
     ) throws(ProxyFailure) {
         let gate = LoopGate()
         listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
         self.settings = settings
         context = try ProxyContext(
-            provider: provider, name: name, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
-            board: board, logger: logger)
+            entry: entry, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics, logger: logger)
     }
 
     func start() async throws(ProxyFailure) {

@@ -9,6 +9,8 @@ package struct ProxySettings: Sendable, Equatable {
         case cookie, header
     }
 
+    /// The identity the route's tokens must be fetched for (TENANT-2).
+    package var identity: WAFTokenIdentity
     package var listen: ListenAddress
     package var mode: UInt16
     package var upstream: UpstreamTarget
@@ -31,6 +33,7 @@ package struct ProxySettings: Sendable, Equatable {
         guard let listen = provider[Keys.proxyListen], let text = provider[Keys.proxyUpstream],
             case .success(let upstream) = UpstreamTarget.parse(text, domainName: provider.domainName)
         else { return nil }
+        identity = provider.identity
         self.listen = listen
         self.upstream = upstream
         mode = provider[Keys.proxyMode] ?? daemon[Keys.socketMode]

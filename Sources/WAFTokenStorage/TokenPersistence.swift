@@ -35,6 +35,17 @@ package final class TokenPersistence: Service, Sendable {
         queue.async { [self] in retry(after: ledger.withLockedValue { $0.configure(new) }) }
     }
 
+    /// `configure`, returning once the new layout is in force: the files of a provider whose
+    /// identity changed or that is gone are removed by then (a reload waits for it, TENANT-2).
+    package func configure(_ new: StorageLayout) async {
+        await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                retry(after: ledger.withLockedValue { $0.configure(new) })
+                continuation.resume()
+            }
+        }
+    }
+
     /// Stores `record` of provider `name` (each provider calls this, in order, from its state context).
     package func persist(_ record: WAFTokenRecord, of name: String) {
         queue.async { [self] in

@@ -96,6 +96,12 @@ struct ConfigurationLoaderTests {
             #expect(proxy.tokenIn == .header && proxy.replayBufferBytes == 1024 && proxy.tokenWait == .seconds(2))
             #expect(proxy.upstreamTimeout == .seconds(9) && proxy.mode == 0o600 && proxy.threads == 2)
             #expect(proxy.allowedUsers == ["bob"] && proxy.allowedGroups == ["staff"])
+            #expect(config[Keys.lifecycleAllowedUsers] == ["carol"] && config[Keys.lifecycleAllowedGroups] == ["ops"])
+            #expect(config[Keys.socketMaxConnections] == 100 && config[Keys.socketMaxConnectionsPerUser] == 10)
+            #expect(config[Keys.refreshMinForcedIntervalSec] == 0 && config[Keys.sinksGroup] == "tenant-a")
+            #expect(config[Keys.metricsListen]?.description == "0.0.0.0:9464" && config[Keys.authListen]?.description == "127.0.0.1:8090")
+            #expect(
+                config[Keys.authAllowedUsers] == ["www-data"] && config[Keys.authAllowedGroups] == ["nginx"] && config[Keys.authTokenWaitSec] == 3)
         }
     }
 
@@ -143,7 +149,10 @@ struct ConfigurationLoaderTests {
         "sinks.cookieJar": "/var/j", "stateDirectory": "/var/s", "log.level": "error", "readiness.waitForToken": "true",
         "proxy.listen": "127.0.0.1:8089", "proxy.upstream": "https://api.example.com/v1/", "proxy.tokenIn": "header",
         "proxy.replayBufferBytes": "1024", "proxy.tokenWaitSec": "2", "proxy.upstreamTimeoutSec": "9", "proxy.mode": "\"0600\"",
-        "proxy.allowedUsers": "bob", "proxy.allowedGroups": "staff", "proxy.threads": "2",
+        "proxy.allowedUsers": "bob", "proxy.allowedGroups": "staff", "proxy.threads": "2", "lifecycle.allowedUsers": "carol",
+        "lifecycle.allowedGroups": "ops", "socket.maxConnections": "100", "socket.maxConnectionsPerUser": "10",
+        "refresh.minForcedIntervalSec": "0", "sinks.group": "tenant-a", "metrics.listen": "0.0.0.0:9464", "auth.listen": "127.0.0.1:8090",
+        "auth.allowedUsers": "www-data", "auth.allowedGroups": "nginx", "auth.tokenWaitSec": "3",
     ].mapValues { $0.hasPrefix("\"0") ? String($0.dropFirst().dropLast()) : $0 }
 
     @Test("CFG-9 for the daemon: a value of the wrong shape is refused for every key, in the file, never replaced by a default")

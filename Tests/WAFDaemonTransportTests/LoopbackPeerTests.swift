@@ -1,39 +1,71 @@
 import NIOCore
 import NIOPosix
 import Testing
+import WAFTestTraits
 
 @testable import WAFDaemonTransport
 
 #if canImport(Glibc)
 import Glibc
-import WAFTestTraits
 #endif
 
-/// A loopback TCP client's user, from the kernel's socket tables.
+/// A loopback TCP client's user, from the kernel's socket diagnostics (TENANT-6).
 @Suite("Loopback peers", .offPool)
 struct LoopbackPeerTests {
-    @Test("addresses as the socket tables write them")
-    func tableForm() throws {
-        #expect(LoopbackPeer.tableForm(try SocketAddress(ipAddress: "127.0.0.1", port: 8080)) == "0100007F:1F90")
-        #expect(LoopbackPeer.tableForm(try SocketAddress(ipAddress: "::1", port: 443)) == "00000000000000000000000001000000:01BB")
-        let table = """
-              sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode
-               0: 0100007F:1F90 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0
-               1: 0100007F:C350 0100007F:1F90 01 00000000:00000000 00:00000000 00000000  1000        0 2 1 0000000000000000 20 4 30 10 -1
-            """
-        #expect(LoopbackPeer.owner(in: table, local: "0100007F:C350", remote: "0100007F:1F90") == 1000)
-        #expect(LoopbackPeer.owner(in: table, local: "0100007F:C351", remote: "0100007F:1F90") == nil)
+    @Test("the lookup asks for one socket by its four-tuple, ports and addresses in network order")
+    func requestBytes() throws {
+        let request = try #require(
+            SocketDiagnostics.request(
+                local: SocketAddress(ipAddress: "127.0.0.1", port: 50000), remote: SocketAddress(ipAddress: "127.0.0.1", port: 8080)))
+        #expect(request.count == 16 + 56)
+        #expect(Array(request[4..<6]) == [20, 0])  // SOCK_DIAG_BY_FAMILY
+        #expect(request[16] == UInt8(AF_INET) && request[17] == UInt8(IPPROTO_TCP))
+        #expect(Array(request[24..<28]) == [0xC3, 0x50, 0x1F, 0x90])  // 50000, 8080
+        #expect(Array(request[28..<32]) == [127, 0, 0, 1] && Array(request[44..<48]) == [127, 0, 0, 1])
+        #expect(SocketDiagnostics.parse([UInt8](repeating: 0, count: 20)) == nil)
     }
 
-    @Test("a real loopback connection's owner is this process's user")
-    func realConnection() async throws {
-        let group = MultiThreadedEventLoopGroup.singleton
-        let server = try await ServerBootstrap(group: group).bind(host: "127.0.0.1", port: 0).get()
-        let client = try await ClientBootstrap(group: group).connect(to: server.localAddress!).get()
+    @Test("TENANT6: an established loopback connection's owner is its client's user, over IPv4 and IPv6", arguments: ["127.0.0.1", "::1"])
+    func TENANT6_establishedOwner(host: String) async throws {
+        let (server, client) = try await Self.connect(host)
         defer {
             client.close(promise: nil)
             server.close(promise: nil)
         }
         #expect(LoopbackPeer.owner(client: client.localAddress!, server: client.remoteAddress!) == getuid())
+    }
+
+    @Test("TENANT6: a closed connection's TIME_WAIT entry (owned by uid 0) is nobody's, never root's")
+    func TENANT6_timeWaitIsNobody() async throws {
+        let (server, client) = try await Self.connect("127.0.0.1")
+        defer { server.close(promise: nil) }
+        let (local, remote) = (client.localAddress!, client.remoteAddress!)
+        // The client closes first, so its end waits in TIME_WAIT once the server's end closes too.
+        try await client.close()
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(10)
+        while SocketDiagnostics.tcpSocket(local: local, remote: remote)?.state != 6, clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let socket = try #require(SocketDiagnostics.tcpSocket(local: local, remote: remote), "the closed client's socket is not in the table")
+        #expect(socket.state == 6, "not in TIME_WAIT within 10 s: state \(socket.state)")
+        #expect(socket.uid == 0, "TIME_WAIT entries carry uid 0: the case this guards against")
+        #expect(LoopbackPeer.owner(client: local, server: remote) == nil)
+    }
+
+    @Test("TENANT6: no such connection: no owner")
+    func TENANT6_unknownConnection() throws {
+        #expect(
+            LoopbackPeer.owner(client: try SocketAddress(ipAddress: "127.0.0.1", port: 1), server: try SocketAddress(ipAddress: "127.0.0.1", port: 2))
+                == nil)
+    }
+
+    /// A listening server on `host` and a client connected to it; the server closes each
+    /// connection it accepts as soon as its client has closed.
+    static func connect(_ host: String) async throws -> (server: any Channel, client: any Channel) {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let server = try await ServerBootstrap(group: group).childChannelOption(.allowRemoteHalfClosure, value: false).bind(host: host, port: 0).get()
+        let client = try await ClientBootstrap(group: group).connect(to: server.localAddress!).get()
+        return (server, client)
     }
 }

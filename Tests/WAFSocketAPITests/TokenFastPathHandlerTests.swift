@@ -105,10 +105,13 @@ struct TokenFastPathHandlerTests {
         #expect(answer.contains("\"lifecycle\""))
     }
 
-    @Test("a peer outside the allowed users gets 403 and no token")
-    func forbiddenPeer() throws {
-        let answer = try EmbeddedSocket(allowedUsers: ["0"]).exchange(Self.plain + Self.plain)
-        #expect(answer.statusCodes == [403, 403])
+    @Test("TENANT6: a peer outside the allowed users gets 403, no token, and the connection closes")
+    func TENANT6_forbiddenPeer() throws {
+        let socket = try EmbeddedSocket(allowedUsers: ["0"])
+        let answer = try socket.exchange(Self.plain + Self.plain)
+        #expect(answer.statusCodes == [403])
+        #expect(answer.contains("Connection: close"))
         #expect(!answer.contains("token-1"))
+        #expect(!socket.isOpen)
     }
 }

@@ -31,8 +31,9 @@ struct ProxyRulesTests {
         framing: ProxyRules.Framing = .none
     ) -> (target: String, headers: Fields) {
         var bytes = ByteBuffer()
+        let target = try! ProxyRules.upstreamTarget(for: head, upstream: upstream).get()
         ProxyRules.writeUpstreamHead(
-            head, upstream: upstream, token: token, placement: placement,
+            head, target: target, upstream: upstream, token: token, placement: placement,
             cookieApplies: { path in WAFCookie.pathMatches(requestPath: path, cookiePath: cookiePath) }, framing: framing, into: &bytes)
         let sent = try! HTTPHeadParser.request(bytes)
         return (sent.target, Fields(head: sent))

@@ -53,8 +53,9 @@ private func request(_ bytes: [UInt8], cut: Int) {
         case .chunked: .chunked
         }
     var sent = ByteBuffer()
+    guard let target = try? ProxyRules.upstreamTarget(for: head, upstream: upstream).get() else { return }
     ProxyRules.writeUpstreamHead(
-        head, upstream: upstream, token: "T", placement: .cookie, cookieApplies: { _ in true }, framing: forwarded, into: &sent)
+        head, target: target, upstream: upstream, token: "T", placement: .cookie, cookieApplies: { _ in true }, framing: forwarded, into: &sent)
     guard let again = try? HTTPHeadParser.request(sent), let framingAgain = try? HTTPFraming.request(again) else {
         violated("the proxy forwards a head it would refuse itself: \(String(decoding: sent.readableBytesView, as: UTF8.self).debugDescription)")
     }

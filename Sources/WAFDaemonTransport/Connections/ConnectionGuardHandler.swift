@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 
@@ -31,6 +32,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     /// The idle or the request timeout, whichever the phase runs.
     private let timeout = MovingTimeout()
     private var closeWhenIdle = false
+    /// The uid the listener's limits counted this connection for.
+    private var admitted: UInt32?
 
     package init(owner: any ConnectionGuardContext, connection: ConnectionState, peer: PeerCredentialsSource) {
         self.owner = owner
@@ -46,6 +49,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
 
     package func channelInactive(context: ChannelHandlerContext) {
         timeout.cancel()
+        if let uid = admitted { owner.limits.release(uid: uid) }
+        admitted = nil
         context.fireChannelInactive()
     }
 
@@ -64,12 +69,27 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     private func peerChecked(_ credentials: SocketPeerCredentials?, _ context: ChannelHandlerContext) {
         // Fail closed: without credentials nobody is let in.
         let peer = credentials.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
+        let settings = owner.connectionSettings
+        let metadata: Logger.Metadata = ["listener": "\(owner.listenerName)", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"]
+        switch owner.limits.admit(uid: peer.uid, settings: settings) {
+        case .admitted:
+            admitted = peer.uid
+        case let full:
+            // Closed at once: a peer that holds thousands of connections gets no more (TENANT-6).
+            let limit =
+                full == .listenerFull
+                ? "socket.maxConnections (\(settings.maxConnections))" : "socket.maxConnectionsPerUser (\(settings.maxConnectionsPerUser))"
+            owner.limits.log("full", uid: peer.uid, level: .warning, "connection closed: \(limit) reached", metadata: metadata, logger: owner.logger)
+            held = nil
+            context.close(promise: nil)
+            return
+        }
         connection.peer = peer
-        connection.allowed = credentials != nil && owner.connectionSettings.policy.allows(peer)
+        connection.decide(credentials != nil && settings.policy.allows(peer))
         if !connection.allowed {
-            owner.logger.notice(
-                "connection refused by the \(owner.listenerName)'s access policy",
-                metadata: ["uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"])
+            owner.limits.log(
+                "refused", uid: peer.uid, level: .notice, "connection refused by the \(owner.listenerName)'s access policy", metadata: metadata,
+                logger: owner.logger)
         }
         if let held {
             self.held = nil

@@ -5,17 +5,23 @@ import NIOCore
 import Glibc
 #endif
 
-/// Who may connect and how long a connection may idle or take to send a request: the API
-/// socket's and the proxy's, each reloadable.
+/// Who may connect, how many, and how long a connection may idle or take to send a request: the
+/// API socket's and each other listener's, each reloadable.
 package struct ConnectionSettings: Sendable {
     package var policy: AccessPolicy
     package var idleTimeout: TimeAmount
     package var requestTimeout: TimeAmount
+    package var maxConnections: Int
+    package var maxConnectionsPerUser: Int
 
-    package init(policy: AccessPolicy, idleTimeout: TimeAmount, requestTimeout: TimeAmount) {
+    package init(
+        policy: AccessPolicy, idleTimeout: TimeAmount, requestTimeout: TimeAmount, maxConnections: Int = 4096, maxConnectionsPerUser: Int = 1024
+    ) {
         self.policy = policy
         self.idleTimeout = idleTimeout
         self.requestTimeout = requestTimeout
+        self.maxConnections = maxConnections
+        self.maxConnectionsPerUser = maxConnectionsPerUser
     }
 }
 
@@ -27,6 +33,8 @@ package protocol ConnectionGuardContext: AnyObject, Sendable {
     var logger: Logger { get }
     /// Where refusals of the guard's own (408, 431) are counted.
     var requestCounting: any RequestCounting { get }
+    /// The listener's connection counts and its refusal log.
+    var limits: ListenerLimits { get }
 }
 
 /// One connection's facts, shared by its handlers on its event loop.
@@ -35,7 +43,26 @@ package final class ConnectionState {
 
     /// nil until SO_PEERCRED was read; a connection's requests wait for it.
     package var peer: PeerCredentials?
-    package var allowed = false
+    /// Whether its peer is let in, as decided under the lists of `decidedAt`.
+    package private(set) var allowed = false
+    private var decidedAt: UInt64?
+
+    /// Whether the peer is let in under `policy`, decided again when `generation` moved since the
+    /// last decision: a reload may have changed the lists, and a kept-alive connection is checked
+    /// on its next request (TENANT-3).
+    package func allowed(under policy: @autoclosure () -> AccessPolicy, generation: UInt64) -> Bool {
+        if decidedAt != generation {
+            allowed = policy().allows(peer)
+            decidedAt = generation
+        }
+        return allowed
+    }
+
+    /// The guard's decision when the connection opens, before anything else is read.
+    func decide(_ allowed: Bool) {
+        self.allowed = allowed
+        decidedAt = nil
+    }
 }
 
 /// What the API handler tells the connection's guard about a request, outbound.

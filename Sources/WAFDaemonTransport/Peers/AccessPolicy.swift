@@ -33,6 +33,11 @@ package final class AccessPolicy: Sendable {
             })
     }
 
+    /// False without credentials: nobody unknown is let in.
+    package func allows(_ peer: PeerCredentials?) -> Bool {
+        peer.map(allows) ?? false
+    }
+
     package func allows(_ peer: PeerCredentials) -> Bool {
         if isOpen || users.contains(peer.uid) || groups.contains(peer.gid) { return true }
         guard !groups.isEmpty else { return false }

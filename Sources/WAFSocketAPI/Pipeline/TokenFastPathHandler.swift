@@ -63,7 +63,7 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
 
     /// Answers every complete plain request pending while the connection can write.
     private func answer(_ context: ChannelHandlerContext) {
-        guard connection.allowed else { return switchToCodec(context) }
+        guard api.allows(connection) else { return switchToCodec(context) }
         var answered = false
         while var buffer = pending, buffer.readableBytes > 0, context.channel.isWritable {
             let head = buffer.withUnsafeReadableBytes(Self.look)
@@ -75,7 +75,7 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
             guard !stopping, let entry = provider(for: selector) else { return switchToCodec(context) }
             var cache = caches[entry.name] ?? TokenResponseCache()
             if cache.refresh(
-                provider: entry.provider, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)
+                entry: entry, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)
             {
                 flushCounts()
             }

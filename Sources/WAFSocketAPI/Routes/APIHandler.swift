@@ -102,8 +102,10 @@ final class APIHandler: ChannelInboundHandler {
         func answer(_ response: HTTPReply, _ endpoint: String) { respond(context, head, response, endpoint: endpoint) }
         guard head.version.major == 1 else { return answer(HTTPRefusal.unsupportedVersion.reply, "-") }
         guard Self.headBytes(head) <= HTTPLimits.maximumHeadBytes else { return answer(HTTPRefusal.headTooLarge.reply, "-") }
-        guard connection.allowed else {
-            return answer(.error(.forbidden, "forbidden", "this user may not use the socket (socket.allowedUsers, socket.allowedGroups)"), "-")
+        guard api.allows(connection) else {
+            // Refused, and closed: a refused peer keeps nothing open here (TENANT-6).
+            let refusal = HTTPReply.error(.forbidden, "forbidden", "this user may not use the socket (socket.allowedUsers, socket.allowedGroups)")
+            return respond(context, head, refusal, endpoint: "-", close: true)
         }
         if bodyTooLarge {
             return answer(.error(.payloadTooLarge, "payloadTooLarge", "request bodies are limited to \(Self.maximumBodyBytes) bytes"), "-")

@@ -17,16 +17,21 @@ extension APIHandler {
     /// provider asked for, or without a selector of every provider the peer may use (MULTI-3).
     func events(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let entries: [ProviderEntry]
+        let (providers, peer) = (api.providers, connection.peer)
+        // Decided per event: a provider a reload adds is seen by the streams its lists allow, and
+        // one whose lists no longer allow the peer is not (TENANT-3).
+        let allowed: @Sendable (String) -> Bool = { name in providers.named(name)?.allows(peer) == true }
         let wants: @Sendable (String) -> Bool
+        let stillAllowed: @Sendable () -> Bool
         if query["provider"] != nil || query["domain"] != nil {
             guard let entry = provider(for: query, context, head, endpoint: "/v1/events") else { return }
             entries = [entry]
-            wants = { [name = entry.name] in $0 == name }
+            wants = { [name = entry.name] in $0 == name && allowed(name) }
+            stillAllowed = { [name = entry.name] in allowed(name) }
         } else {
-            let (providers, peer) = (api.providers, connection.peer)
-            entries = api.providers.visibleProviders(to: peer)
-            // Decided per event: a provider a reload adds is seen by the streams its lists allow.
-            wants = { name in providers.named(name)?.allows(peer) == true }
+            entries = providers.visibleProviders(to: peer)
+            wants = allowed
+            stillAllowed = { true }
         }
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("Date", HTTPReply.date()),
@@ -38,11 +43,11 @@ extension APIHandler {
         // Subscribe before reading the current state: a change in between is sent twice, never lost.
         stream = api.events.subscribe(
             .init(
-                eventLoop: context.eventLoop, gate: api.loopGate, wants: wants,
+                eventLoop: context.eventLoop, gate: api.loopGate, wants: wants, stillAllowed: stillAllowed,
                 send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
                 finish: { bound.value.handler.finishStream(bound.value.context) }))
         for entry in entries {
-            if let cached = entry.provider.cachedToken() {
+            if let cached = entry.token(for: peer) {
                 let event = EventBroadcaster.TokenEvent(cached.token, origin: .fetched, provider: entry.name)
                 sendFrame(ByteBuffer(string: EventBroadcaster.frame("token", event)), context)
             }

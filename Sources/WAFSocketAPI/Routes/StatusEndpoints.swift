@@ -57,9 +57,20 @@ extension APIHandler {
             return respond(
                 context, head, .error(.badRequest, "badRequest", "the body must be foreground, background or closed"), endpoint: "/v1/lifecycle")
         }
-        let reply = answerLater(context, head, endpoint: "/v1/lifecycle")
-        api.logger.info("lifecycle set over the socket", metadata: ["state": "\(state.rawValue)"])
         let entries = api.providers.all
+        // It moves every tenant's provider: a peer allowed for them all, or named in
+        // lifecycle.allowedUsers/allowedGroups, and nobody else (TENANT-5).
+        guard entries.allSatisfy({ $0.allows(connection.peer) }) || api.lifecycleAccess?.allows(connection.peer) == true else {
+            return respond(
+                context, head,
+                .error(
+                    .forbidden, "forbidden",
+                    "the lifecycle moves every provider: this user must be allowed for all of them, or be in lifecycle.allowedUsers or lifecycle.allowedGroups"
+                ),
+                endpoint: "/v1/lifecycle", close: true)
+        }
+        let reply = answerLater(context, head, endpoint: "/v1/lifecycle")
+        api.logger.info("lifecycle set over the socket", metadata: ["state": "\(state.rawValue)", "uid": "\(connection.peer?.uid ?? .max)"])
         let answers = Countdown(entries.count) { lifecycle in reply(.json(.ok, ["lifecycle": LifecycleBody(lifecycle)])) }
         for entry in entries { entry.provider.updateLifecycle({ _ in state }) { answers.arrived($0) } }
     }
@@ -86,14 +97,16 @@ extension APIHandler {
             entries = api.providers.all
         }
         let unready = entries.filter { entry in
-            entry.provider.configuration.backgroundRefreshEnabled && entry.provider.cachedToken()?.stale != false
+            entry.provider.configuration.backgroundRefreshEnabled && entry.currentToken?.stale != false
         }
+        // Only the providers this peer may use are named (TENANT-7).
+        let named = unready.filter { $0.allows(connection.peer) }.map(\.name)
         let response: HTTPReply =
             unready.isEmpty
             ? .json(.ok, ["ready": true])
             : .error(
                 .serviceUnavailable, "notReady",
-                "no fresh token is cached" + (entries.count > 1 ? " for \(unready.map(\.name).joined(separator: ", "))" : ""))
+                "no fresh token is cached" + (entries.count > 1 && !named.isEmpty ? " for \(named.joined(separator: ", "))" : ""))
         respond(context, head, response, endpoint: "/readyz")
     }
 

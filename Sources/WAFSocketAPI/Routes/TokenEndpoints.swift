@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import WAFDaemonTransport
+import WAFProviderRegistry
 import WAFTokenCore
 
 #if canImport(FoundationEssentials)
@@ -16,50 +17,60 @@ extension APIHandler {
     /// query names (MULTI-2).
     func token(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
-        guard let provider = provider(for: query, context, head, endpoint: "/v1/token")?.provider else { return }
+        guard let entry = provider(for: query, context, head, endpoint: "/v1/token") else { return }
+        let (provider, peer) = (entry.provider, connection.peer)
         if let text = query["wait"] {
             guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/token") }
             let reply = answerLater(context, head, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text))
-            provider.onTokenReady { token, error in reply(Self.answer(token, error, plainText: plainText, provider: provider)) }
+            provider.onTokenReady { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
             return
         }
         if provider.configuration.backgroundRefreshEnabled {
             // TOK-1: the cached token, stale or not (TOK-5), without any I/O.
-            let response = provider.cachedToken().map { Self.tokenResponse($0, plainText: plainText) } ?? TokenResponseCache.noToken
+            let response = entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? TokenResponseCache.noToken
             return respond(context, head, response, endpoint: "/v1/token")
         }
         // TOK-2: a new token fetched now; RET-4: after the retries, the previous token or none.
         let reply = answerLater(context, head, endpoint: "/v1/token")
         provider.getToken { token in
-            reply(token.map { Self.tokenResponse(Self.aged($0, provider: provider), plainText: plainText) } ?? TokenResponseCache.noToken)
+            reply(token == nil ? TokenResponseCache.noToken : Self.answer(token, nil, plainText: plainText, entry: entry, peer: peer))
         }
     }
 
-    /// "This token was refused, get a new one" (RET-8), answered like `?wait=` (default 30 s).
+    /// "This token was refused, get a new one" (RET-8), answered like `?wait=` (default 30 s). A
+    /// forced fetch at most once per `refresh.minForcedIntervalSec` (TENANT-4): inside it, the
+    /// token fetched last, or the next one the provider gets on its own.
     func refresh(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let text = query["wait"] ?? String(Int(Self.defaultRefreshWait))
         guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/refresh") }
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
-        guard let provider = provider(for: query, context, head, endpoint: "/v1/refresh")?.provider else { return }
+        guard let entry = provider(for: query, context, head, endpoint: "/v1/refresh") else { return }
+        let peer = connection.peer
         let reply = answerLater(context, head, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text))
-        provider.refreshToken { token, error in reply(Self.answer(token, error, plainText: plainText, provider: provider)) }
+        let answer: WAFTokenResultCallback = { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
+        guard entry.forcedRefresh.request(entry.provider, answer) == .limited else { return }
+        // A forced fetch ran less than the interval ago: its token, or the provider's next.
+        if let cached = entry.token(for: peer) { return reply(Self.tokenResponse(cached, plainText: plainText)) }
+        entry.provider.onTokenReady(answer)
     }
 
-    static func answer(_ token: WAFToken?, _ error: SdkError?, plainText: Bool, provider: WAFTokenProvider) -> HTTPReply {
-        if let token { return tokenResponse(aged(token, provider: provider), plainText: plainText) }
+    /// The answer to a request that waited for the provider: the token only if `peer` may have it
+    /// now and it is the one the entry's identity holds (a reload may have switched it meanwhile,
+    /// TENANT-2); a newer one of that identity if it came since.
+    static func answer(_ token: WAFToken?, _ error: SdkError?, plainText: Bool, entry: ProviderEntry, peer: PeerCredentials?) -> HTTPReply {
+        if token != nil {
+            if let cached = entry.token(for: peer) { return tokenResponse(cached, plainText: plainText) }
+            if !entry.allows(peer) { return ProviderSet.forbidden(nil) }
+            return .error(
+                .serviceUnavailable, "identityChanged", "the provider's identity changed while this request waited; ask again",
+                headers: [("Retry-After", "1")])
+        }
         let error = error ?? .unexpected(WAFProviderShutDownError())
         return .error(.serviceUnavailable, error.name, error.description, headers: [("Retry-After", "1")])
     }
 
     static func tokenResponse(_ cached: (token: WAFToken, age: Duration, stale: Bool), plainText: Bool) -> HTTPReply {
         plainText ? .text(.ok, cached.token.value) : .json(.ok, TokenBody(cached))
-    }
-
-    /// Age and staleness of a token handed out by a callback: the cached one's if it is the same.
-    static func aged(_ token: WAFToken, provider: WAFTokenProvider) -> (token: WAFToken, age: Duration, stale: Bool) {
-        if let cached = provider.cachedToken(), cached.token == token { return cached }
-        let age = Duration.seconds(max(0, Date.now.timeIntervalSince(token.fetchedAt)))
-        return (token, age, age >= provider.configuration.tokenRefreshDelay)
     }
 
     static func timedOut(_ wait: String) -> HTTPReply {

@@ -1,5 +1,6 @@
 import NIOCore
 import WAFDaemonTransport
+import WAFProviderRegistry
 import WAFTokenCore
 
 #if canImport(FoundationEssentials)
@@ -21,13 +22,14 @@ struct TokenResponseCache {
 
     /// Brings the answers up to date; returns true when they were rebuilt.
     @discardableResult
-    mutating func refresh(provider: WAFTokenProvider, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
+    mutating func refresh(entry: ProviderEntry, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
         guard second != self.second || generation != self.generation else { return false }
         self.second = second
         self.generation = generation
-        answersFromCache = provider.configuration.backgroundRefreshEnabled
+        answersFromCache = entry.provider.configuration.backgroundRefreshEnabled
         let date = HTTPReply.date(seconds: second)
-        if let cached = provider.cachedToken() {
+        // The token of the identity the entry answers for, none while a reload switches it.
+        if let cached = entry.currentToken {
             status = 200
             json = HTTPReply.json(.ok, TokenBody(cached)).encoded(keepAlive: true, date: date, allocator: allocator)
             plainText = HTTPReply.text(.ok, cached.token.value).encoded(keepAlive: true, date: date, allocator: allocator)

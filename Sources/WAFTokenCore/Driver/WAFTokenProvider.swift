@@ -137,6 +137,15 @@ public final class WAFTokenProvider: Sendable {
         snapshot.cachedToken(at: scheduler.now)
     }
 
+    /// The cached token, only if it was fetched for `identity`: one snapshot gives both, so a
+    /// token is never paired with an identity it was not fetched for, even while a reload
+    /// switches the identity (the daemon's tenants, docs/rules.md TENANT-2).
+    public func cachedToken(for identity: WAFTokenIdentity) -> (token: WAFToken, age: Duration, stale: Bool)? {
+        let snapshot = snapshot
+        guard snapshot.configuration.identity == identity else { return nil }
+        return snapshot.cachedToken(at: scheduler.now)
+    }
+
     /// The app moved to `state` (LIFE rules). `completion` runs once the change is applied.
     public func setLifecycle(_ state: WAFLifecycleState, completion: (@Sendable () -> Void)? = nil) {
         updateLifecycle({ _ in state }) { _ in completion?() }
@@ -199,11 +208,24 @@ public final class WAFTokenProvider: Sendable {
     }
 
     /// Applies new settings (the daemon's reload; RELOAD-1…5).
+    /// `applied` runs once they are in force and published: from then on no read gets a token of
+    /// an identity the new settings left.
     public func reconfigure(
-        _ configuration: WAFConfiguration, lifecycleProfile: WAFLifecycleProfile, jitter: Bool, cookieSecure: Bool
+        _ configuration: WAFConfiguration, lifecycleProfile: WAFLifecycleProfile, jitter: Bool, cookieSecure: Bool,
+        applied: (@Sendable () -> Void)? = nil
     ) {
         let settings = ProviderMachine.Settings(configuration: configuration, profile: lifecycleProfile, jitter: jitter, cookieSecure: cookieSecure)
-        scheduler.execute { [driver] in driver.send(.reconfigure(settings)) }
+        scheduler.execute { [driver] in
+            driver.send(.reconfigure(settings))
+            applied?()
+        }
+    }
+
+    /// `reconfigure`, returning once the settings are in force.
+    public func reconfigure(_ configuration: WAFConfiguration, lifecycleProfile: WAFLifecycleProfile, jitter: Bool, cookieSecure: Bool) async {
+        await withCheckedContinuation { continuation in
+            reconfigure(configuration, lifecycleProfile: lifecycleProfile, jitter: jitter, cookieSecure: cookieSecure) { continuation.resume() }
+        }
     }
 
     /// Stops timers and the fetch in flight, answers every waiter, ends event streams. Returns once

@@ -35,6 +35,8 @@ public struct KeyOptions: ParsableArguments, CustomReflectable {
         case .octalMode: "mode"
         case .list: "names"
         case .provider, .listenAddress, .url: "value"
+        case .groupName: "group"
+        case .loopbackAddress, .tcpAddress: "address:port"
         }
     }
 

@@ -37,9 +37,12 @@ struct ProviderFactory: Sendable {
                 lifecycleProfile: daemon[Keys.lifecyclePlatform], lifecycle: lifecycle, jitter: daemon[Keys.refreshJitter],
                 cookieSecure: daemon[Keys.cookieSecure],
                 restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
-        let (broadcaster, metrics, status) = (parts.broadcaster, parts.metrics, parts.status)
+        let (broadcaster, metrics, status, providers) = (parts.broadcaster, parts.metrics, parts.status, parts.providers)
         provider.observe { event in
-            broadcaster.publish(event, provider: name)
+            // A token goes out on the event streams only under the identity its entry answers
+            // for: during a reload's switch the entry still holds the old lists (TENANT-2).
+            let foreign = if case .tokenUpdated(let token, _) = event { providers.named(name)?.currentToken?.token != token } else { false }
+            if !foreign { broadcaster.publish(event, provider: name) }
             switch event {
             case .tokenUpdated(_, .fetched): metrics.countFetch(provider: name, success: true)
             case .refreshFailed: metrics.countFetch(provider: name, success: false)
@@ -47,8 +50,12 @@ struct ProviderFactory: Sendable {
             }
             status.report()
         }
-        let entry = ProviderEntry(name: name, provider: provider, access: Self.access(configuration, socket: socket, logger: logger))
-        return (entry, ProxyController(provider: provider, name: name, metrics: metrics, board: entry.board, logger: logger))
+        let entry = ProviderEntry(
+            name: name, provider: provider, access: Self.access(configuration, socket: socket, logger: logger),
+            forcedRefresh: ForcedRefresh(interval: .seconds(daemon[Keys.refreshMinForcedIntervalSec])) { decision in
+                metrics.countForcedRefresh(provider: name, decision)
+            })
+        return (entry, ProxyController(entry: entry, metrics: metrics, logger: logger))
     }
 
     /// Stops a provider that is gone from the configuration: no more fetches, its proxy closed.
@@ -69,20 +76,22 @@ struct ProviderFactory: Sendable {
 }
 
 extension StorageLayout {
-    /// Where every provider of `configuration` keeps its files.
+    /// Where every provider of `configuration` keeps its files, and which group owns them: each
+    /// jar holds the providers that name it (their own, or the top level's), which the
+    /// configuration allows only when their readers are the same (TENANT-1).
     init(_ configuration: DaemonConfiguration) {
         let state = configuration[Keys.stateDirectory]
-        let jar = configuration[Keys.sinksCookieJar]
-        self.init(
-            providers: Dictionary(
-                uniqueKeysWithValues: configuration.providers.map { provider in
-                    (
-                        provider.name,
-                        Target(
-                            identity: provider.identity, tokenFile: provider[Keys.sinksTokenFile],
-                            stateFile: state.map { StateStore(directory: $0, provider: provider.name) })
-                    )
-                }),
-            cookieJars: jar.map { [$0: Jar(providers: Set(configuration.providers.map(\.name)))] } ?? [:])
+        var providers: [String: Target] = [:]
+        var jars: [String: Jar] = [:]
+        for provider in configuration.providers {
+            let group = configuration.inherited(Keys.sinksGroup, for: provider)
+            providers[provider.name] = Target(
+                identity: provider.identity, tokenFile: provider[Keys.sinksTokenFile],
+                stateFile: state.map { StateStore(directory: $0, provider: provider.name) }, group: group)
+            if let jar = configuration.inherited(Keys.sinksCookieJar, for: provider) {
+                jars[jar, default: Jar(providers: [], group: group)].providers.insert(provider.name)
+            }
+        }
+        self.init(providers: providers, cookieJars: jars)
     }
 }

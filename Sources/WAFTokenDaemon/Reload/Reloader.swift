@@ -138,21 +138,32 @@ final class Reloader: Sendable {
 
     // MARK: Step 2: what cannot fail
 
+    /// Puts the new configuration in force, in the order that keeps tenants apart (TENANT-2): a
+    /// provider whose identity changes drops its old token first (memory, then its files); only
+    /// then do the new access lists, names and routes apply. Until then the entries keep the old
+    /// identity and lists, and no token of the new identity goes out under them.
     private func commit(_ prepared: Prepared) async {
         let plan = prepared.plan, new = plan.new
         if let fetcher = prepared.fetcher { parts.fetcher.replace(with: fetcher) }
         if !plan.deferredKeys.isEmpty { logger.warning("\(plan.deferredKeys.joined(separator: ", ")) take effect at the next start") }
         LogLevelControl.process.level = new[Keys.logLevel]
-        parts.api.settings = prepared.socket
-        // Storage learns the new identities and paths before a provider can hand it a record for
-        // them; a removed provider's files go with it.
-        parts.persistence.configure(StorageLayout(new))
+        // 1. Every kept provider takes its new settings; one whose identity changes has dropped
+        //    its token once this returns.
         for (_, provider) in plan.kept {
-            guard let entry = parts.providers.named(provider.name) else { continue }
-            entry.update(domainName: provider.domainName, access: ProviderFactory.access(provider, socket: prepared.socket.policy, logger: logger))
-            entry.provider.reconfigure(
+            await parts.providers.named(provider.name)?.provider.reconfigure(
                 provider.configuration, lifecycleProfile: new[Keys.lifecyclePlatform], jitter: new[Keys.refreshJitter],
                 cookieSecure: new[Keys.cookieSecure])
+        }
+        // 2. Storage learns the new identities and paths; the files of a changed or removed
+        //    provider are gone once this returns.
+        await parts.persistence.configure(StorageLayout(new))
+        // 3. Now the new lists, names and routes.
+        parts.api.settings = prepared.socket
+        parts.api.lifecycleAccess = .lifecycle(new, logger: logger)
+        for (_, provider) in plan.kept {
+            guard let entry = parts.providers.named(provider.name) else { continue }
+            entry.update(.init(identity: provider.identity, domainName: provider.domainName, access: access(provider, prepared)))
+            entry.forcedRefresh.interval = .seconds(new[Keys.refreshMinForcedIntervalSec])
         }
         for (entry, _) in prepared.added { parts.providers.insert(entry) }
         let factory = ProviderFactory(parts: parts)
@@ -165,7 +176,19 @@ final class Reloader: Sendable {
         for provider in plan.added {
             logger.notice("provider added", metadata: ["provider": "\(provider.name)", "domain": "\(provider.domainName)"])
         }
-        // Cached answers and their access decisions are rebuilt.
+        // 4. Cached answers and their access decisions are rebuilt; open streams are checked again,
+        //    and those still allowed hear the tokens the new identities may already have.
         parts.generation.advance()
+        parts.broadcaster.reauthorize()
+        let switched = plan.kept.filter { $0.old.identity != $0.new.identity }.map(\.new.name) + plan.added.map(\.name)
+        for name in switched {
+            if let entry = parts.providers.named(name), let token = entry.currentToken?.token {
+                parts.broadcaster.publish(.tokenUpdated(token, origin: .fetched), provider: name)
+            }
+        }
+    }
+
+    private func access(_ provider: ProviderConfiguration, _ prepared: Prepared) -> AccessPolicy {
+        ProviderFactory.access(provider, socket: prepared.socket.policy, logger: logger)
     }
 }

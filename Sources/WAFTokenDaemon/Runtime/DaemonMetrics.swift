@@ -1,6 +1,7 @@
 import CoreMetrics
 import NIOConcurrencyHelpers
 import Prometheus
+import WAFProviderRegistry
 import WAFSocketAPI
 import WAFTokenCore
 import WAFTokenProxy
@@ -48,6 +49,7 @@ final class DaemonMetrics: Sendable {
     private let proxyCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyUpstreamTimes = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
     private let reloads = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let forcedRefreshes = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
 
     init() {
         factory = PrometheusMetricsFactory(registry: registry)
@@ -77,11 +79,13 @@ final class DaemonMetrics: Sendable {
     func forget(provider name: String) {
         providers.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
         // The proxy's series too: its counters exist from the proxy's start, used or not.
-        let counters = proxyCounters.withLockedValue { counters in
-            let keys = counters.keys.filter { $0.split(separator: " ").dropFirst().first.map(String.init) == name }
-            return keys.compactMap { counters.removeValue(forKey: $0) }
+        for cache in [proxyCounters, forcedRefreshes] {
+            let counters = cache.withLockedValue { counters in
+                let keys = counters.keys.filter { $0.split(separator: " ").dropFirst().first.map(String.init) == name }
+                return keys.compactMap { counters.removeValue(forKey: $0) }
+            }
+            counters.forEach { $0.destroy() }
         }
-        counters.forEach { $0.destroy() }
         proxyUpstreamTimes.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
     }
 
@@ -92,6 +96,13 @@ final class DaemonMetrics: Sendable {
             providers[name] = metrics
             return metrics
         }
+    }
+
+    /// `waf_tokend_forced_refreshes_total{provider, result}`: `fetched`, `joined` or `limited`
+    /// (refresh.minForcedIntervalSec, TENANT-4).
+    func countForcedRefresh(provider: String, _ decision: ForcedRefresh.Decision) {
+        counter(in: forcedRefreshes, label: "waf_tokend_forced_refreshes_total", dimensions: [("provider", provider), ("result", "\(decision)")])
+            .increment()
     }
 
     func countSignal(_ name: String) {

@@ -39,6 +39,7 @@ struct DaemonRuntime {
         let api = APIContext(
             providers: providers, settings: socket, metrics: metrics, events: broadcaster, generation: generation,
             info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
+        api.lifecycleAccess = .lifecycle(configuration, logger: logger)
         let parts = DaemonParts(
             fetcher: fetcher, persistence: TokenPersistence(layout: .init(configuration), logger: logger), metrics: metrics,
             broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),

@@ -280,7 +280,12 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenProxyTests",
-            dependencies: ["WAFTestTraits", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFTokenCore"] + nio, swiftSettings: strict),
+            dependencies: [
+                "WAFTestTraits", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport", "WAFProviderRegistry",
+                "WAFTokenCore",
+                "WAFTokenCoreTestKit", logging, .product(name: "Metrics", package: "swift-metrics"),
+            ] + nio,
+            swiftSettings: strict),
         // The daemon end to end: the real waf-tokend and local token services as child processes.
         .testTarget(
             name: "WAFTokenDaemonTests",

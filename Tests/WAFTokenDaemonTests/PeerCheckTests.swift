@@ -4,22 +4,6 @@ import WAFChallenge
 import WAFTestSupport
 import WAFTestTraits
 
-/// curl as another user and group, with no supplementary groups: SO_PEERCRED is all the daemon sees.
-private func curlAs(uid: UInt32, gid: UInt32, _ socket: String, _ path: String) async throws -> (code: Int, body: String) {
-    let result = try await run(
-        "/usr/bin/setpriv",
-        [
-            "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "15", "-w", "\n%{http_code}", "--unix-socket",
-            socket,
-            "http://localhost\(path)",
-        ])
-    var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-    let code = Int(lines.popLast() ?? "") ?? 0
-    return (code, lines.joined(separator: "\n"))
-}
-
-private let nobody: UInt32 = 65534
-
 /// A user and a group made for one test and removed after it: the user is in the group through the
 /// group database only (its primary group is its own).
 private struct ThrowawayAccount {

@@ -153,4 +153,31 @@ struct ProxyRulesTests {
         #expect(try UpstreamTarget.parse("http://[::1]:9000/a/", domainName: "example.com").get().authority == "[::1]:9000")
         #expect(try UpstreamTarget.parse("http://[::1]:9000/a/", domainName: "example.com").get().basePath == "/a")
     }
+
+    @Test(
+        "TENANT8: dot-segments are removed from the client's path before it goes below the base path; encoded ones, encoded slashes and backslashes are refused",
+        arguments: [
+            ("/api/../admin", "/base/admin"), ("/a/./b/../c", "/base/a/c"), ("/../../x", "/base/x"), ("/a/..", "/base/"), ("/a/.", "/base/a/"),
+            ("/a/b?q=/../x", "/base/a/b?q=/../x"), ("http://elsewhere/a/../b", "/base/b"), ("/a%2ex/b", "/base/a%2ex/b"),
+            ("/api/%2e%2e/admin", nil), ("/api/%2E/x", nil), ("/api/.%2e/x", nil), ("/api%2F..%2Fadmin", nil), ("/a/%5c", nil), ("/a\\b", nil),
+        ] as [(String, String?)])
+    func TENANT8_dotSegments(target: String, expected: String?) throws {
+        let head = Self.head(target)
+        switch ProxyRules.upstreamTarget(for: head, upstream: Self.upstream) {
+        case .success(let path): #expect(path == expected, "\(target) → \(path)")
+        case .failure(let refusal): #expect(expected == nil && refusal.reply.status == .badRequest, "\(target) refused")
+        }
+    }
+
+    @Test("TENANT9: a chunked answer that also names a length goes to the client chunked, without the length")
+    func TENANT9_chunkedWithLength() throws {
+        let answer = Self.answer("200 OK", [("Content-Length", "5"), ("Transfer-Encoding", "chunked")])
+        let framing = try HTTPFraming.response(answer, toHead: false)
+        #expect(framing == .chunked)
+        var bytes = ByteBuffer()
+        ProxyRules.writeClientHead(answer, framing: framing, clientFraming: .asUpstream, keepAlive: true, into: &bytes)
+        let written = try HTTPHeadParser.response(bytes)
+        #expect(written.values("content-length").isEmpty && written.values("transfer-encoding") == ["chunked"])
+        #expect(try HTTPFraming.response(written, toHead: false) == .chunked, "one framing a client reads one way")
+    }
 }

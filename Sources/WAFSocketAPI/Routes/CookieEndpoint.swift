@@ -18,12 +18,16 @@ extension APIHandler {
         guard path.hasPrefix("/") else {
             return answer(.error(.badRequest, "badRequest", "path must start with /, not \(path.prefix(80).debugDescription)"))
         }
-        guard let manager = provider(for: query, context, head, endpoint: "/v1/cookie")?.provider.cookieManager else { return }
+        guard let entry = provider(for: query, context, head, endpoint: "/v1/cookie") else { return }
+        let manager = entry.provider.cookieManager
         let settings = manager.settings
         guard settings.setTokenCookie else {
             return answer(.error(.notFound, "noCookie", "the token cookie is off (setTokenCookie: false)"))
         }
-        guard let cookie = manager.currentCookie else { return answer(TokenResponseCache.noToken) }
+        // The cookie of the token the peer may have now: none while a reload switches the identity.
+        guard let cookie = manager.currentCookie, cookie.value == entry.token(for: connection.peer)?.token.value else {
+            return answer(TokenResponseCache.noToken)
+        }
         guard cookie.applies(toPath: path) else {
             return answer(.error(.notFound, "noCookie", "no cookie applies to \(path.prefix(200)) (tokenCookiePath is \(settings.path))"))
         }

@@ -4,21 +4,6 @@ import WAFJSON
 import WAFTestSupport
 import WAFTestTraits
 
-/// curl as another user, with no supplementary groups.
-private func curlAs(_ uid: UInt32, _ socket: String, _ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
-    let result = try await run(
-        "/usr/bin/setpriv",
-        [
-            "--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/curl", "-s", "--max-time", "3", "-w", "\n%{http_code}", "--unix-socket",
-            socket,
-        ] + options + ["http://localhost\(path)"])
-    var lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
-    let code = Int(lines.popLast() ?? "") ?? 0
-    return (code, lines.joined(separator: "\n"))
-}
-
-private let nobody: UInt32 = 65534
-
 @Suite("Several providers: who may use which", .offPool, .timeLimit(.minutes(2)))
 struct ProvidersAccessTests {
     @Test(
@@ -37,26 +22,26 @@ struct ProvidersAccessTests {
                 "/v1/token?provider=pay", "/v1/token?domain=pay.example.org", "/v1/cookie?provider=pay", "/v1/status?provider=pay",
                 "/readyz?provider=pay",
             ] {
-                let refused = try await curlAs(nobody, daemon.socketPath, path)
+                let refused = try await curlAs(uid: nobody, daemon.socketPath, path)
                 #expect(
                     refused.code == 403 && json(refused.body)?["error"]?.string == "forbidden" && !refused.body.contains(pay), "\(path): \(refused)")
             }
-            #expect(try await curlAs(nobody, daemon.socketPath, "/v1/refresh?provider=pay", ["-X", "POST"]).code == 403)
-            #expect(try await curlAs(nobody, daemon.socketPath, "/v1/token").code == 200, "the other provider serves it")
-            let listed = try await curlAs(nobody, daemon.socketPath, "/v1/providers")
+            #expect(try await curlAs(uid: nobody, daemon.socketPath, "/v1/refresh?provider=pay", ["-X", "POST"]).code == 403)
+            #expect(try await curlAs(uid: nobody, daemon.socketPath, "/v1/token").code == 200, "the other provider serves it")
+            let listed = try await curlAs(uid: nobody, daemon.socketPath, "/v1/providers")
             #expect(listed.code == 200 && listed.body.contains(#""provider":"default""#) && !listed.body.contains("pay"), "\(listed.body)")
-            let status = try await curlAs(nobody, daemon.socketPath, "/v1/status")
+            let status = try await curlAs(uid: nobody, daemon.socketPath, "/v1/status")
             #expect(status.code == 200 && !status.body.contains("pay"))
-            let unknown = try await curlAs(nobody, daemon.socketPath, "/v1/token?provider=nope")
+            let unknown = try await curlAs(uid: nobody, daemon.socketPath, "/v1/token?provider=nope")
             #expect(unknown.code == 404 && !unknown.body.contains("pay"), "the choices named are its own: \(unknown.body)")
-            let stream = try await curlAs(nobody, daemon.socketPath, "/v1/events", ["-N", "--max-time", "1"])
+            let stream = try await curlAs(uid: nobody, daemon.socketPath, "/v1/events", ["-N", "--max-time", "1"])
             #expect(stream.body.contains(#""provider":"default""#) && !stream.body.contains("pay"), "\(stream.body)")
-            #expect(try await curlAs(nobody, daemon.socketPath, "/v1/events?provider=pay").code == 403)
+            #expect(try await curlAs(uid: nobody, daemon.socketPath, "/v1/events?provider=pay").code == 403)
             // Its proxy takes the provider's lists.
-            #expect(try await curlAs(nobody, proxy, "/protected/x").code == 403)
+            #expect(try await curlAs(uid: nobody, proxy, "/protected/x").code == 403)
             // root may.
-            #expect(try await curlAs(0, daemon.socketPath, "/v1/token?provider=pay").code == 200)
-            #expect(try await curlAs(0, daemon.socketPath, "/v1/providers").body.contains(#""provider":"pay""#))
+            #expect(try await curlAs(uid: 0, daemon.socketPath, "/v1/token?provider=pay").code == 200)
+            #expect(try await curlAs(uid: 0, daemon.socketPath, "/v1/providers").body.contains(#""provider":"pay""#))
         }
     }
 }

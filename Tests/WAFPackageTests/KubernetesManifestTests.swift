@@ -53,7 +53,14 @@ struct KubernetesManifestTests {
         #expect(config.providers.map(\.name) == ["pay", "shop"])
         let groups = Dictionary(uniqueKeysWithValues: config.providers.map { ($0.domainName, $0[Keys.providerAllowedGroups] ?? []) })
         #expect(groups == ["shop.example.com": ["3001"], "pay.example.com": ["3002"]])
+        // Each tenant's files are its group's, and the daemon is a member of every tenant's group.
+        for provider in config.providers {
+            #expect(provider[Keys.sinksGroup].map { [$0] } == provider[Keys.providerAllowedGroups], "\(provider.name): its files are its group's")
+            #expect(provider[Keys.sinksTokenFile] != nil && provider[Keys.sinksCookieJar] != nil, "\(provider.name): files of its own")
+        }
         let daemonSet = try Self.load("tenants/daemonset.yaml")
+        let supplemental = daemonSet["spec"]?["template"]?["spec"]?["securityContext"]?["supplementalGroups"]?.items.compactMap(\.text) ?? []
+        #expect(Set(supplemental) == Set(config.providers.flatMap { $0[Keys.providerAllowedGroups] ?? [] }), "\(supplemental)")
         #expect(
             daemonSet["spec"]?["template"]?["spec"]?["volumes"]?.items.contains { $0["configMap"]?["name"]?.text == "waf-tokend-tenants" } == true)
         for app in try Self.load("tenants/apps.yaml")["items"]?.items ?? [] {

@@ -53,3 +53,44 @@ struct TenantSinksTests {
         }
     }
 }
+
+/// The per-node tenants example (`deploy/kubernetes/tenants/configmap.yaml`), run as written but
+/// for its token services and paths: each tenant's app user reads its own token file and not the
+/// other's.
+@Suite("Tenants: the Kubernetes example's files", .offPool, .timeLimit(.minutes(2)))
+struct TenantExampleTests {
+    @Test("TENANT1: in the tenants example, the shop's uid (group 3001) reads its token file, the payment service's uid (group 3002) cannot")
+    func TENANT1_exampleFiles() async throws {
+        let manifest = try String(
+            contentsOfFile: repositoryDirectory.appendingPathComponent("deploy/kubernetes/tenants/configmap.yaml").path, encoding: .utf8)
+        let embedded = try #require(manifest.components(separatedBy: "waf-tokend.yaml: |\n").last)
+        var configuration = embedded.split(separator: "\n", omittingEmptySubsequences: false).map { $0.dropFirst(4) }.joined(separator: "\n")
+        let directory = try scratchDirectory("waf-tenant-example")
+        chmod(directory.path, 0o755)
+        let shop = try ServiceProcess(["--token-domain", "shop.example.com"]), pay = try ServiceProcess(["--token-domain", "pay.example.com"])
+        configuration = configuration.replacingOccurrences(of: "/run/waf-tokend", with: directory.path)
+            .replacingOccurrences(of: "/var/lib/waf-tokend", with: directory.appendingPathComponent("state").path)
+            .replacingOccurrences(of: "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/", with: shop.url)
+            .replacingOccurrences(of: "https://abcdefabcdef.eu-west-1.sdk.awswaf.com/abcdefabcdef/abcdefabcdef/", with: pay.url)
+        let file = { (name: String) in directory.appendingPathComponent(name).path }
+        do {
+            let daemon = try await DaemonProcess.serving(
+                service: nil, arguments: [], configFile: configuration, executable: "waf-tokend")
+            #expect(
+                await eventually {
+                    FileManager.default.fileExists(atPath: file("shop.token")) && FileManager.default.fileExists(atPath: file("pay.token"))
+                })
+            #expect(try await canRead(file("shop.token"), uid: 10001, groups: [3001]), "the shop reads its own")
+            #expect(try await !canRead(file("shop.token"), uid: 10002, groups: [3002]), "the payment service cannot read the shop's")
+            #expect(try await canRead(file("pay.cookies.txt"), uid: 10002, groups: [3002]))
+            #expect(try await !canRead(file("pay.cookies.txt"), uid: 10001, groups: [3001]))
+            await daemon.stop()
+        } catch {
+            await shop.stop()
+            await pay.stop()
+            throw error
+        }
+        await shop.stop()
+        await pay.stop()
+    }
+}

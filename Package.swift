@@ -150,7 +150,7 @@ let package = Package(
         // The socket API: routes, the fast path, events, status, forward auth, metrics and probes.
         .target(
             name: "WAFSocketAPI",
-            dependencies: ["WAFTokenCore", "WAFJSON", "WAFDaemonTransport", "WAFProviderRegistry", logging] + nio,
+            dependencies: ["WAFTokenCore", "WAFJSON", "WAFHTTPWire", "WAFDaemonTransport", "WAFProviderRegistry", logging] + nio,
             swiftSettings: strict),
         // The token-injecting proxy: one upstream per provider, challenges, replays, pools, TLS.
         .target(

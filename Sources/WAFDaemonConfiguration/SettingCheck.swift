@@ -182,7 +182,7 @@ extension YAMLScalar.ScalarType {
 }
 
 extension String {
-    package var trimmingWhitespace: String {
+    var trimmingWhitespace: String {
         String(drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
     }
 }

@@ -219,6 +219,11 @@ extension LocalTokenService {
                         $0.counters.record(.protected, status: 200, outcome: "allowed")
                     }
                     var answer = ["ok": "true", "path": path]
+                    // The names of the other cookies that came with it: a proxy in front must keep them.
+                    let others = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.compactMap { pair in
+                        pair.split(separator: "=", maxSplits: 1).first.map { $0.filter { $0 != " " } }
+                    }.filter { $0 != "aws-waf-token" }
+                    if !others.isEmpty { answer["cookies"] = others.joined(separator: ",") }
                     if !body.isEmpty {
                         answer["bodyBytes"] = String(body.count)
                         answer["bodySHA256"] = SHA256.hash(data: body).map { String($0, radix: 16).leftPadded(to: 2) }.joined()

@@ -12,7 +12,9 @@ package enum ProviderSelection {
 }
 
 extension ProviderSet {
-    package func select(_ query: [String: String], peer: PeerCredentials?) -> ProviderSelection {
+    /// The provider `query` means and `peer` may use; `operatorView`: the operator's view, which any
+    /// provider may be named in and checks no peer (`metrics.listen`'s `/readyz`).
+    package func select(_ query: [String: String], peer: PeerCredentials?, operatorView: Bool = false) -> ProviderSelection {
         let entry: ProviderEntry
         switch (query["provider"], query["domain"]) {
         case (.some, .some):
@@ -36,7 +38,7 @@ extension ProviderSet {
             }
             entry = implicit
         }
-        guard entry.allows(peer) else {
+        guard operatorView || entry.allows(peer) else {
             // Named only when the request named it: a peer learns nothing of providers it may not
             // use, not even which one a domain belongs to (TENANT-7).
             return .refused(Self.forbidden(query["provider"]))

@@ -26,6 +26,8 @@ package final class APIContext: ConnectionGuardContext {
     }
 
     package let providers: ProviderSet
+    /// Which endpoints this listener serves.
+    package let role: APIRole
     package let metrics: any APIMetrics
     /// The listener's connection counts and refusal log (TENANT-6).
     package let limits = ListenerLimits()
@@ -35,7 +37,21 @@ package final class APIContext: ConnectionGuardContext {
     package let info: Info
     package let started = ContinuousClock.now
     private let current: NIOLockedValueBox<Settings>
-    private let lifecycle = NIOLockedValueBox<AccessPolicy?>(nil)
+    private let options = NIOLockedValueBox(Options())
+
+    /// What the daemon's configuration says of some endpoints, reloadable.
+    package struct Options: Sendable {
+        /// `lifecycle.allowedUsers`/`allowedGroups`: who may move the lifecycle besides a peer
+        /// allowed for every provider; nil when neither is set.
+        package var lifecycleAccess: AccessPolicy?
+        /// `auth.tokenWaitSec`: how long `/v1/auth` waits for a first token.
+        package var authTokenWait: TimeAmount = .seconds(5)
+
+        package init(lifecycleAccess: AccessPolicy? = nil, authTokenWait: TimeAmount = .seconds(5)) {
+            self.lifecycleAccess = lifecycleAccess
+            self.authTokenWait = authTokenWait
+        }
+    }
     /// The fast path rebuilds its cached answer when this moves.
     package let generation: SnapshotGeneration
     package let shuttingDown = Atomic<Bool>(false)
@@ -47,9 +63,10 @@ package final class APIContext: ConnectionGuardContext {
 
     package init(
         providers: ProviderSet, settings: Settings, metrics: any APIMetrics, events: EventBroadcaster, generation: SnapshotGeneration,
-        info: Info, logger: Logger
+        info: Info, role: APIRole = .socket, logger: Logger
     ) {
         self.providers = providers
+        self.role = role
         self.generation = generation
         current = NIOLockedValueBox(settings)
         self.metrics = metrics
@@ -71,11 +88,14 @@ package final class APIContext: ConnectionGuardContext {
         connection.allowed(under: settings.policy, generation: generation.current)
     }
 
-    /// `lifecycle.allowedUsers`/`allowedGroups`: who may move the lifecycle besides a peer allowed
-    /// for every provider; nil when neither is set.
-    package var lifecycleAccess: AccessPolicy? {
-        get { lifecycle.withLockedValue { $0 } }
-        set { lifecycle.withLockedValue { $0 = newValue } }
+    package var endpointOptions: Options {
+        get { options.withLockedValue { $0 } }
+        set { options.withLockedValue { $0 = newValue } }
     }
-    package var listenerName: String { "socket" }
+
+    package var lifecycleAccess: AccessPolicy? {
+        get { endpointOptions.lifecycleAccess }
+        set { options.withLockedValue { $0.lifecycleAccess = newValue } }
+    }
+    package var listenerName: String { role.listenerName }
 }

@@ -1,30 +1,35 @@
 import NIOCore
 import WAFDaemonTransport
 
-/// The socket API's server: HTTP/1.1 on a Unix socket, with SwiftNIO. Every connection gets its
+/// A listener of the API: HTTP/1.1 with SwiftNIO, on the Unix socket (every endpoint), or on a
+/// TCP port for the probes or forward authentication (`APIRole`). Every connection gets its
 /// guard, codec and API handler (`SocketPipeline`).
 package final class SocketServer: Sendable {
     package let api: APIContext
-    package let path: String
-    package let mode: UInt16
-    /// On the socket's own event loops (`socket.threads`): one serves 100k requests a second and,
-    /// on a small machine, leaves a core to the clients.
+    package let address: Listener.Address
+    /// On the listener's own event loops (`socket.threads` for the socket): one serves 100k
+    /// requests a second and, on a small machine, leaves a core to the clients.
     private let listener: Listener
+    private let peer: PeerCredentialsSource
 
-    package init(api: APIContext, path: String, mode: UInt16, threads: Int) {
+    /// `peer` says who a connection's peer is: SO_PEERCRED on the socket, the kernel's socket
+    /// diagnostics on `auth.listen`, nobody in particular on `metrics.listen`.
+    package init(api: APIContext, address: Listener.Address, threads: Int, peer: PeerCredentialsSource = .socket) {
         self.api = api
-        self.path = path
-        self.mode = mode
-        listener = Listener(name: "socket", threads: threads, gate: api.loopGate, logger: api.logger) { [api] count in
+        self.address = address
+        self.peer = peer
+        listener = Listener(name: api.listenerName, threads: threads, gate: api.loopGate, logger: api.logger) { [api] count in
             api.openConnections.store(count, ordering: .relaxed)
-            api.metrics.connectionsChanged(count)
+            if api.role == .socket { api.metrics.connectionsChanged(count) }
         }
     }
 
-    /// Starts serving: on `inheritedDescriptor` when systemd passed a socket, else on `path`.
-    package func start(inheritedDescriptor: CInt? = nil) async throws(ListenerFailure) {
-        let address: Listener.Address = inheritedDescriptor.map { .inherited($0) } ?? .unix(path: path, mode: mode)
-        try await listener.start(address) { [api] channel in try SocketPipeline.configure(channel, api: api) }
+    /// Starts serving: on `inherited` when the service manager passed the listening socket, else
+    /// on the address.
+    package func start(inherited: CInt? = nil) async throws(ListenerFailure) {
+        try await listener.start(inherited.map { .inherited($0) } ?? address) { [api, peer] channel in
+            try SocketPipeline.configure(channel, api: api, peer: peer)
+        }
     }
 
     /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest.
@@ -33,6 +38,11 @@ package final class SocketServer: Sendable {
         await listener.stop(grace: grace)
     }
 
-    /// Where it listens: the configured path, or the path of the socket systemd passed.
-    package var listeningPath: String { listener.localAddress?.pathname ?? path }
+    /// Where it listens, as bound: the path (of the socket systemd passed, too), or the address
+    /// with the port the system chose for port 0.
+    package var listening: String {
+        guard let bound = listener.localAddress else { return address.description }
+        if let path = bound.pathname { return path }
+        return bound.ipAddress.map { $0.contains(":") ? "[\($0)]:\(bound.port ?? 0)" : "\($0):\(bound.port ?? 0)" } ?? address.description
+    }
 }

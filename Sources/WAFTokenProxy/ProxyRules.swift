@@ -44,7 +44,7 @@ enum ProxyRules {
     /// Where the upstream gets a client's request: the client's path with its dot-segments removed
     /// (`RequestPath`), below the upstream URL's base path; or the 400 that refuses it.
     static func upstreamTarget(for head: HTTPHead, upstream: UpstreamTarget) -> Result<String, HTTPRefusal> {
-        RequestPath.normalized(UpstreamTarget.originForm(head.target)).map { upstream.basePath + $0 }
+        RequestPath.normalized(UpstreamTarget.originForm(head.target)).map { upstream.basePath + $0 }.mapError { .malformed($0.reason) }
     }
 
     static func writeUpstreamHead(
@@ -77,7 +77,7 @@ enum ProxyRules {
         buffer.writeStaticString("\r\n")
         if let token, tokenCookie {
             buffer.writeStaticString("Cookie: ")
-            buffer.writeString(mergedCookies(cookies, token: token))
+            buffer.writeString(WAFCookie.merged(cookies, token: token))
             buffer.writeStaticString("\r\n")
         }
         if let token, tokenHeader {
@@ -91,14 +91,6 @@ enum ProxyRules {
         case .chunked: buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
         }
         buffer.writeStaticString("Via: 1.1 waf-tokend\r\n\r\n")
-    }
-
-    /// The client's cookies with `aws-waf-token` replaced by `token` (the client's others kept).
-    static func mergedCookies(_ headerValues: [String], token: String) -> String {
-        let pairs = headerValues.flatMap { $0.split(separator: ";") }.map { $0.trimmingWhitespace }.filter { pair in
-            !pair.isEmpty && pair.prefix { $0 != "=" } != WAFCookie.name
-        }
-        return (pairs + ["\(WAFCookie.name)=\(token)"]).joined(separator: "; ")
     }
 
     // MARK: Answers
@@ -214,8 +206,4 @@ enum ProxyRules {
             return !named.isEmpty && named.contains(head.string(name).lowercased())
         }
     }
-}
-
-extension Substring {
-    var trimmingWhitespace: String { String(self).trimmingWhitespace }
 }

@@ -27,6 +27,13 @@ package struct PeerCredentialsSource: Sendable {
         return socket.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SocketPeerCredentials.option))
     }
 
+    /// A TCP peer nobody checks, on a listener that serves nothing secret (`metrics.listen`): one
+    /// identity for them all, so that the per-user limit bounds them together.
+    package static let network = fixed(SocketPeerCredentials(pid: 0, uid: networkUID, gid: networkUID))
+
+    /// The uid that stands for "a peer on the network": no local user has it.
+    package static let networkUID = UInt32.max - 1
+
     /// Every connection's peer is `credentials`.
     package static func fixed(_ credentials: SocketPeerCredentials) -> PeerCredentialsSource {
         PeerCredentialsSource { channel in channel.eventLoop.makeSucceededFuture(credentials) }

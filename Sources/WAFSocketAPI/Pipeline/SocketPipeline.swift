@@ -18,7 +18,8 @@ enum SocketPipeline {
         let connection = ConnectionState()
         try pipeline.addHandler(BackPressureHandler())
         try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
-        try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection))
+        // Tokens go out only where the role serves them: never on the probes' port.
+        if api.role == .socket { try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection)) }
         let tap = RequestLineTap()
         try pipeline.addHandler(tap)
         try pipeline.addHandler(HTTPResponseEncoder())

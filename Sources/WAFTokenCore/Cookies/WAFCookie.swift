@@ -68,6 +68,15 @@ public struct WAFCookie: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "WAFCookie(\(domain)\(path), token \(tokenFingerprint))" }
+
+    /// A request's `Cookie` header values as one, with any `aws-waf-token` of its own taken out and
+    /// `token` put in its place (none with nil): the client's other cookies kept, in order.
+    public static func merged(_ headerValues: [String], token: String?) -> String {
+        let pairs = headerValues.flatMap { $0.split(separator: ";") }.map { pair in
+            pair.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed()
+        }.map { String($0) }.filter { pair in !pair.isEmpty && pair.prefix { $0 != "=" } != name }
+        return (pairs + (token.map { ["\(name)=\($0)"] } ?? [])).joined(separator: "; ")
+    }
 }
 
 /// RFC 7231 IMF-fixdate, as cookies and HTTP headers expect (`Sun, 06 Nov 1994 08:49:37 GMT`).

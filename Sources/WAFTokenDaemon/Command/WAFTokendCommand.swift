@@ -33,6 +33,18 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     @Flag(help: "Start a local token service in this process and point the provider at it (no AWS account needed).")
     public var demo = false
 
+    @Flag(
+        help:
+            "Get one token (the saved one if fresh, else a fetch), write the sinks and the state, print it and exit: 0, 69 without a token, 78 for a bad configuration."
+    )
+    public var once = false
+
+    @Option(help: "With --once: the provider (default: the top-level one, or the only one).")
+    public var provider: String?
+
+    @Option(name: .customLong("print"), help: "With --once: print the bare token, or the Cookie header value (token|cookie).")
+    var printed: OneShot.Output = .token
+
     @Flag(help: .hidden) var printConfigurationReference = false
 
     @OptionGroup(title: "Configuration keys") public var keys: KeyOptions
@@ -90,6 +102,9 @@ public struct WAFTokendCommand: AsyncParsableCommand {
         }
         let environment = ProcessInfo.processInfo.environment
         let sources = sources(environment: environment)
+        if once {
+            throw ExitCode(await OneShot.run(sources, provider: provider, output: printed))
+        }
         if checkConfig {
             let result = Daemon.checkConfiguration(sources)
             print(result.output, terminator: "")

@@ -158,8 +158,7 @@ final class Reloader: Sendable {
         //    provider are gone once this returns.
         await parts.persistence.configure(StorageLayout(new))
         // 3. Now the new lists, names and routes.
-        parts.api.settings = prepared.socket
-        parts.api.lifecycleAccess = .lifecycle(new, logger: logger)
+        parts.listeners.reconfigure(new, logger: logger)
         for (_, provider) in plan.kept {
             guard let entry = parts.providers.named(provider.name) else { continue }
             entry.update(.init(identity: provider.identity, domainName: provider.domainName, access: access(provider, prepared)))

@@ -15,6 +15,7 @@ struct DaemonParts: Sendable {
     let proxies: ProxyControllers
     let status: StatusReporter
     let api: APIContext
+    let listeners: APIListeners
     let notifier: any ServiceNotifier
     let logger: Logger
 }

@@ -39,13 +39,12 @@ struct DaemonRuntime {
         let api = APIContext(
             providers: providers, settings: socket, metrics: metrics, events: broadcaster, generation: generation,
             info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
-        api.lifecycleAccess = .lifecycle(configuration, logger: logger)
+        let listeners = APIListeners(configuration, api: api, logger: logger)
+        listeners.reconfigure(configuration, logger: logger)
         let parts = DaemonParts(
             fetcher: fetcher, persistence: TokenPersistence(layout: .init(configuration), logger: logger), metrics: metrics,
             broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),
-            status: StatusReporter(providers: providers, notifier: notifier), api: api, notifier: notifier, logger: logger)
-        let server = SocketServer(
-            api: api, path: configuration[Keys.socketPath], mode: configuration[Keys.socketMode], threads: configuration[Keys.socketThreads])
+            status: StatusReporter(providers: providers, notifier: notifier), api: api, listeners: listeners, notifier: notifier, logger: logger)
         do throws(DaemonFailure) {
             let factory = ProviderFactory(parts: parts)
             for provider in configuration.providers {
@@ -56,22 +55,19 @@ struct DaemonRuntime {
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
             let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, logger: logger)
-            do throws(ListenerFailure) {
-                try await server.start(inheritedDescriptor: inheritedSocket)
-            } catch {
-                throw DaemonFailure(error)
-            }
+            try await listeners.start(inherited: inheritedSocket)
             do throws(DaemonFailure) {
                 for provider in configuration.providers { try await startProxy(of: provider, configuration, socket: socket, parts: parts) }
             } catch {
                 await parts.proxies.stopAll()
-                await server.stop(grace: .zero)
+                await listeners.stop(grace: .zero)
                 throw error
             }
             logger.info(
                 "serving the token API",
                 metadata: [
-                    "socket": "\(server.listeningPath)", "activated": "\(inheritedSocket != nil)",
+                    "socket": "\(listeners.socket.listening)", "activated": "\(inheritedSocket != nil)",
+                    "metrics.listen": "\(listeners.probes?.listening ?? "off")", "auth.listen": "\(listeners.auth?.listening ?? "off")",
                     "domain": "\(configuration.providers.map(\.domainName).joined(separator: ","))",
                     "providers": "\(providers.names.joined(separator: ","))",
                     "platform": "\(configuration[Keys.lifecyclePlatform].rawValue)",
@@ -83,7 +79,7 @@ struct DaemonRuntime {
                     providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
-                SocketServerService(server: server, broadcaster: broadcaster, notifier: notifier, logger: logger),
+                SocketServerService(listeners: listeners, broadcaster: broadcaster, notifier: notifier, logger: logger),
                 ProxyService(proxies: parts.proxies),
             ]
             return DaemonRuntime(services: services, parts: parts)

@@ -7,7 +7,7 @@ import WAFSocketAPI
 struct SocketServerService: Service {
     static let grace = Duration.seconds(5)
 
-    let server: SocketServer
+    let listeners: APIListeners
     let broadcaster: EventBroadcaster
     let notifier: any ServiceNotifier
     let logger: Logger
@@ -17,6 +17,6 @@ struct SocketServerService: Service {
         logger.info("stopping")
         notifier.stopping()
         broadcaster.finishAll()
-        await server.stop(grace: Self.grace)
+        await listeners.stop(grace: Self.grace)
     }
 }

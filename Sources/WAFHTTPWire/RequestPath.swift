@@ -1,24 +1,27 @@
-import WAFDaemonTransport
-
 /// The path the upstream will act on, as the proxy decides COOK-1 for it (TENANT-8): dot-segments
 /// removed (RFC 3986 §5.2.4) from the client's path before it is put below the upstream's base
 /// path, so that `/api/../admin` neither reaches `/admin` with the cookie of `tokenCookiePath:
 /// /api` nor climbs out of the base path. What would hide a segment from that reading but not
 /// from a server's is refused (400): a dot-segment written with `%2e`, and an encoded `/` or `\`
 /// (or a bare `\`), which some servers decode into a separator.
-enum RequestPath {
+package enum RequestPath {
+    /// Why a path is refused: it hides a segment.
+    package struct Hidden: Error, Equatable {
+        package let reason: String
+    }
+
     /// The client's origin-form target (path and query) with its path normalised, or why not.
-    static func normalized(_ target: String) -> Result<String, HTTPRefusal> {
+    package static func normalized(_ target: String) -> Result<String, Hidden> {
         let query = target.firstIndex(of: "?")
         let path = target[..<(query ?? target.endIndex)]
-        if let problem = hidden(path) { return .failure(.malformed(problem)) }
+        if let problem = hidden(path) { return .failure(Hidden(reason: problem)) }
         let normalized = removeDotSegments(path)
         return .success(query.map { normalized + target[$0...] } ?? normalized)
     }
 
     /// RFC 3986 §5.2.4, on a path that starts with `/` (an origin-form target always does; a path
     /// that does not is returned as it came).
-    static func removeDotSegments(_ path: Substring) -> String {
+    package static func removeDotSegments(_ path: Substring) -> String {
         guard path.hasPrefix("/") else { return String(path) }
         var output: [Substring] = []
         let segments = path.dropFirst().split(separator: "/", omittingEmptySubsequences: false)

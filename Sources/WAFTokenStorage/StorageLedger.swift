@@ -20,6 +20,8 @@ struct StorageLedger {
     private var written: [String: [UInt8]?] = [:]
     /// Paths whose last write failed, with the attempts so far.
     private var failing: [String: Int] = [:]
+
+    var failingPaths: Int { failing.count }
     /// A retry is scheduled; `generation` tells it from one that was superseded or stopped.
     private var retryPending = false
     private var generation = 0

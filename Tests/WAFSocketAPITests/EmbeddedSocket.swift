@@ -55,7 +55,7 @@ final class EmbeddedSocket {
         api = APIContext(
             providers: providers,
             settings: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),
-            metrics: metrics, events: EventBroadcaster(metrics: metrics), generation: generation,
+            metrics: metrics, events: EventBroadcaster(metrics: metrics, providers: providers), generation: generation,
             info: .init(version: "test", socketPath: "/test.sock", demo: false, pid: 1), logger: quiet)
         try SocketPipeline.configure(channel, api: api, peer: .fixed(SocketPeerCredentials(pid: 42, uid: 1000, gid: 1000)))
         try channel.connect(to: SocketAddress(unixDomainSocketPath: "/test.sock")).wait()

@@ -16,8 +16,10 @@ struct EventStreamTests {
         #expect(opening.hasPrefix("HTTP/1.1 200 OK\r\n") && opening.contains("Content-Type: text/event-stream"))
         #expect(opening.contains("event: token\ndata: {") && opening.contains("\"value\":\"token-1\""))
         #expect(opening.contains("event: lifecycle\n"))
-        // The daemon's events service publishes what the provider announces.
-        let next = WAFToken(value: "token-2", fetchedAt: .now, fetchedAtMonotonic: .origin)
+        // The daemon publishes what the provider announces: its new token.
+        socket.provider.refreshToken { _, _ in }
+        socket.settle()
+        let next = try #require(socket.provider.cachedToken()?.token)
         socket.api.events.publish(.tokenUpdated(next, origin: .fetched), provider: "default")
         socket.settle()
         let more = try socket.written()

@@ -55,6 +55,23 @@ struct TenantSocketTests {
         #expect(try allowed.exchange(TokenFastPathHandlerTests.plain).contains("token-2"))
     }
 
+    @Test("TENANT2: a token event of an identity the entry does not answer for yet reaches no stream; once the entry does, it goes out")
+    func TENANT2_eventsBetweenTheSteps() throws {
+        let socket = try EmbeddedSocket()
+        let entry = try #require(socket.api.providers.named("default"))
+        _ = try socket.exchange("GET /v1/events HTTP/1.1\r\n\r\n")
+        socket.provider.reconfigure(Self.otherIdentity, lifecycleProfile: .ios, jitter: false, cookieSecure: false)
+        socket.settle()
+        let token = try #require(socket.provider.cachedToken()?.token)
+        socket.api.events.publish(.tokenUpdated(token, origin: .fetched), provider: "default")
+        socket.settle()
+        #expect(!(try socket.written()).contains("token-2"), "not under the old lists")
+        entry.update(.init(identity: Self.otherIdentity.identity, domainName: "example.com", access: entry.access))
+        socket.api.events.publish(.tokenUpdated(token, origin: .fetched), provider: "default")
+        socket.settle()
+        #expect(try socket.written().contains("token-2"), "under its own identity")
+    }
+
     @Test("TENANT3: a kept-alive connection is checked again on its next request once the socket's lists change")
     func TENANT3_keptAliveCheckedAgain() throws {
         let socket = try EmbeddedSocket()

@@ -37,7 +37,7 @@ private final class Fixture: @unchecked Sendable {
         api = APIContext(
             providers: providers,
             settings: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),
-            metrics: metrics, events: EventBroadcaster(metrics: metrics), generation: generation,
+            metrics: metrics, events: EventBroadcaster(metrics: metrics, providers: providers), generation: generation,
             info: .init(version: "fuzz", socketPath: "/fuzz.sock", demo: false, pid: 1), logger: quiet)
     }
 

@@ -37,12 +37,9 @@ struct ProviderFactory: Sendable {
                 lifecycleProfile: daemon[Keys.lifecyclePlatform], lifecycle: lifecycle, jitter: daemon[Keys.refreshJitter],
                 cookieSecure: daemon[Keys.cookieSecure],
                 restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
-        let (broadcaster, metrics, status, providers) = (parts.broadcaster, parts.metrics, parts.status, parts.providers)
+        let (broadcaster, metrics, status) = (parts.broadcaster, parts.metrics, parts.status)
         provider.observe { event in
-            // A token goes out on the event streams only under the identity its entry answers
-            // for: during a reload's switch the entry still holds the old lists (TENANT-2).
-            let foreign = if case .tokenUpdated(let token, _) = event { providers.named(name)?.currentToken?.token != token } else { false }
-            if !foreign { broadcaster.publish(event, provider: name) }
+            broadcaster.publish(event, provider: name)
             switch event {
             case .tokenUpdated(_, .fetched): metrics.countFetch(provider: name, success: true)
             case .refreshFailed: metrics.countFetch(provider: name, success: false)

@@ -33,8 +33,8 @@ struct DaemonRuntime {
         let fetcher = ReloadableTokenFetcher(try TokenFetcherSettings(configuration).makeFetcher(logger: logger))
         let metrics = DaemonMetrics()
         let generation = SnapshotGeneration()
-        let broadcaster = EventBroadcaster(metrics: metrics)
         let providers = ProviderSet()
+        let broadcaster = EventBroadcaster(metrics: metrics, providers: providers)
         let socket = ConnectionSettings(configuration, logger: logger)
         let api = APIContext(
             providers: providers, settings: socket, metrics: metrics, events: broadcaster, generation: generation,

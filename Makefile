@@ -57,6 +57,7 @@ test: deps
 	scripts/check-suites.sh
 	scripts/check-imports.py
 	$(SWIFT) format lint --strict --recursive $(FORMATTED)
+	scripts/check-docs.py
 	scripts/check-manifests.py
 	promtool test rules deploy/prometheus/alerts.test.yml
 	$(SWIFT) build --build-tests
@@ -81,7 +82,7 @@ test-repeat: deps
 
 # The provider core, the wire format, the solvers and the local service's issuers under the thread
 # sanitizer, in a build folder of its own. The suites over real HTTP and processes are left out:
-# TSan's slowdown overruns their per-request timeouts, and its runtime trips on their helpers (README).
+# TSan's slowdown overruns their per-request timeouts, and its runtime trips on their helpers (docs/development.md).
 test-tsan: deps
 	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'WAFTokenCoreTests|WireFormatTests|ProofOfWorkTests|LocalTokenServiceIssuerTests'
 

@@ -1,6 +1,6 @@
 // How libdispatch runs a burst of quick callbacks when each gets a serial queue of its own, as
 // the provider's callbacks did before CallbackRunner (TOK-6): the time, and the most threads the
-// process had meanwhile. README, "Decisions where the specs are silent".
+// process had meanwhile. docs/decisions.md.
 //
 //   swiftc -O Benchmarks/callback-burst.swift -o /tmp/callback-burst && /tmp/callback-burst 100
 import Dispatch

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Several providers in one daemon (README, "Several providers: measured"): 1, 10 and 100 providers
+# Several providers in one daemon (docs/performance.md, "Several providers: measured"): 1, 10 and 100 providers
 # against the local token service, each its own domain (pN.example.org). Prints
 #   - private memory (Private_Dirty) per provider: (100 providers − 1) / 99;
 #   - exec → READY=1 with every provider's fresh token restored, 1 against 100 providers;

@@ -2,10 +2,10 @@
 # The release build every shipped binary, package, image and benchmark uses, in .build-static:
 # optimised, the Swift runtime linked in (runs without a toolchain), and without SwiftPM's
 # --export-dynamic (which only testable executables need; it puts every symbol in the dynamic
-# table: 2.5 MB of the daemon, README "Sizes"); symbols bound at start (-z now, with RELRO: the
+# table: 2.5 MB of the daemon, docs/performance.md, "Sizes and memory"); symbols bound at start (-z now, with RELRO: the
 # dynamic relocations read-only before main). Linked by the toolchain's lld with packed relative
 # relocations (DT_RELR, glibc 2.36): the daemon's 89,534 relocations took 2.1 MB as RELA and take
-# 17 KB as RELR, which is 2.2 MB off the daemon and 1.3 MB off waf-tokenctl (README "Sizes").
+# 17 KB as RELR, which is 2.2 MB off the daemon and 1.3 MB off waf-tokenctl (docs/performance.md, "Sizes and memory").
 #
 #   scripts/swift-release.sh [--product NAME] [--show-bin-path]
 #

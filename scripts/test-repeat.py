@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Runs the test suite N times (as `make test` runs it, builds done once) and prints, per test,
-in how many runs it failed: the way to hunt a flake (README, "Development").
+in how many runs it failed: the way to hunt a flake (docs/development.md).
 
     scripts/test-repeat.py N [--filter REGEX]
 

@@ -4,7 +4,7 @@ import Synchronization
 ///
 /// A search already keeps every core busy: two at once finish no sooner together, and with a
 /// hundred providers refreshing at once they were two hundred runnable threads, among which the
-/// daemon's socket loop waited up to 62 ms for its turn (README, "Several providers: measured").
+/// daemon's socket loop waited up to 62 ms for its turn (docs/performance.md, "Several providers: measured").
 /// One at a time, the socket's thread competes with as many threads as there are cores.
 final class SolveGate: Sendable {
     private struct State {

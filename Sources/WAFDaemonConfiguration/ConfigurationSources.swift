@@ -1,5 +1,5 @@
 /// Where configuration comes from, in order of precedence: command line, environment, file,
-/// defaults (README, "Configuration").
+/// defaults (docs/configuration.md).
 public struct ConfigurationSources: Sendable {
     public static let defaultFile = "/etc/waf-tokend/waf-tokend.yaml"
 

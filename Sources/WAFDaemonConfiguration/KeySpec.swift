@@ -1,7 +1,7 @@
 import WAFTokenCore
 
 /// One configuration key, declared once in `Keys`: the declaration drives the loader, the
-/// command-line options, `--help`, the man page, `--check-config` and the README's reference.
+/// command-line options, `--help`, the man page, `--check-config` and the reference in docs/configuration.md.
 /// Its scope says where it may be given: at the top level, in a provider's entry under
 /// `providers:`, or both; the same declaration serves every place (there is no second table).
 public struct KeySpec: Sendable, Hashable {

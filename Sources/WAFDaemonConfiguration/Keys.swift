@@ -3,7 +3,7 @@ import WAFTokenCore
 
 /// Every configuration key, declared once. Adding a key means adding it here and in the code
 /// that reads it (`configuration[Keys.name]`); options, variables, `--help`, the man page,
-/// `--check-config` and the README's table follow from this table.
+/// `--check-config` and docs/configuration.md's table follow from this table.
 public enum Keys {
     // MARK: The daemon's own keys
 
@@ -74,7 +74,7 @@ public enum Keys {
         help: "In a provider's entry: groups whose members may use its token, cookie, events and refresh.",
         scope: .providerOnly)
 
-    /// Every key in the order the file, `--help` and the README show them: the SDK's first.
+    /// Every key in the order the file, `--help` and docs/configuration.md show them: the SDK's first.
     public static let all: [KeySpec] =
         WAFConfigurationKey.allCases.map(provider) + [
             lifecyclePlatform.spec, lifecycleAllowedUsers.spec, lifecycleAllowedGroups.spec, socketPath.spec, socketMode.spec,

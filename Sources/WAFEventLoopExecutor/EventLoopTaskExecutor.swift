@@ -14,7 +14,7 @@ import Glibc
 ///
 /// Why: on Linux the default executor is libdispatch's shared pool, and once a job has run there
 /// libdispatch's pool monitor wakes the process once a second for the rest of its life; a daemon
-/// whose next duty is a refresh minutes away should sleep until then (README, "At rest"). Tasks
+/// whose next duty is a refresh minutes away should sleep until then (docs/performance.md, "At rest"). Tasks
 /// that start from I/O also stay on the loop that did the I/O instead of hopping to a pool thread.
 final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor {
     private let group: MultiThreadedEventLoopGroup

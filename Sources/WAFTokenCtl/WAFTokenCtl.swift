@@ -15,7 +15,7 @@ import Glibc
 
 /// `waf-tokenctl`: the daemon's command-line client. The token alone goes to stdout, messages to
 /// stderr; exit 0 on success, 69 when there is no token or no daemon, 77 when the daemon refuses
-/// this user, 64 on a usage error (README, waf-tokenctl).
+/// this user, 64 on a usage error (docs/clients.md).
 public struct WAFTokenCtl: AsyncParsableCommand {
     public static let configuration = CommandConfiguration(
         commandName: "waf-tokenctl",

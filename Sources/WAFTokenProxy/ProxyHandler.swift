@@ -8,7 +8,7 @@ import WAFTokenCore
 /// (`HTTPHeadParser`, `HTTPFraming`: nothing a server could read differently gets through), sent
 /// to the configured upstream as it came with the token added (`ProxyRules` decide what goes and
 /// what a challenge leads to), and its answer relayed as it arrives. No HTTP codec decodes and
-/// re-encodes it on either side: that was most of the proxy's time (README, "The proxy in detail").
+/// re-encodes it on either side: that was most of the proxy's time (docs/performance.md, "The proxy in detail").
 /// Reads on each side follow the other side's writability, so a slow client or upstream makes the
 /// proxy wait, not buffer.
 final class ProxyHandler: ChannelDuplexHandler {

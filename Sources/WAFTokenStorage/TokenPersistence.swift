@@ -84,6 +84,6 @@ package final class TokenPersistence: Service, Sendable {
 
 extension TokenPersistence: CustomStringConvertible {
     /// ServiceLifecycle names each service `"\(service)"`; without this, reflection over its
-    /// properties (README, "Start-up in detail").
+    /// properties (docs/performance.md, "Start-up in detail").
     package var description: String { "TokenPersistence" }
 }

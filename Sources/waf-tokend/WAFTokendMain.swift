@@ -14,7 +14,7 @@ import Foundation
 enum WAFTokendMain {
     /// Synchronous, so that the executors are set before any job is enqueued (an `async` main
     /// enqueues its body first): every task runs on NIO's loops, not on libdispatch's pool, whose
-    /// monitor would wake the daemon once a second for ever (README, "At rest").
+    /// monitor would wake the daemon once a second for ever (docs/performance.md, "At rest").
     static func main() {
         EventLoopExecutors.main {
             // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.

@@ -342,12 +342,12 @@ struct ConfigurationLoaderTests {
         #expect(config.effectiveYAML == defaults.effectiveYAML)
     }
 
-    @Test("the README's configuration reference is the key table's, word for word")
-    func readmeReferenceIsTheTable() throws {
-        let readme = try String(contentsOf: repositoryDirectory.appendingPathComponent("README.md"), encoding: .utf8)
+    @Test("docs/configuration.md's reference is the key table's, word for word")
+    func referenceIsTheTable() throws {
+        let page = try String(contentsOf: repositoryDirectory.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         #expect(
-            readme.contains(ConfigurationReference.markdown),
-            "README.md's configuration reference differs from the key table: run `.build/debug/waf-tokend --print-configuration-reference` and paste it over the old one"
+            page.contains(ConfigurationReference.markdown),
+            "docs/configuration.md's reference differs from the key table: run `.build/debug/waf-tokend --print-configuration-reference` and paste it over the old one"
         )
     }
 }

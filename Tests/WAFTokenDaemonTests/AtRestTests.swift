@@ -8,7 +8,7 @@ struct AtRestTests {
     /// With a fresh token, no client and no watchdog, the daemon's next duty is a refresh minutes
     /// away: its threads should not run meanwhile. libdispatch's pool monitor, once any job ran on
     /// the pool, woke it once a second for ever (6 or more here); Swift's default executor, a
-    /// `Task.sleep` or a concurrent queue are enough to start it (README, "At rest").
+    /// `Task.sleep` or a concurrent queue are enough to start it (docs/performance.md, "At rest").
     @Test("No periodic wake-up: at most 3 context switches in 6 s, with the socket and the proxy on")
     func nothingWakesAtRest() async throws {
         let directory = try scratchDirectory("at-rest")

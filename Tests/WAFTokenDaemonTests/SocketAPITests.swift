@@ -7,7 +7,7 @@ import WAFTestSupport
 import WAFTestTraits
 import WAFTokenCore
 
-/// The socket API (README, "The socket API"), against the real daemon and the real local token service, with
+/// The socket API (docs/socket-api.md), against the real daemon and the real local token service, with
 /// curl as the client (what an operator or a shell script would use).
 @Suite("Socket API", .offPool, .timeLimit(.minutes(2)))
 struct SocketAPITests {

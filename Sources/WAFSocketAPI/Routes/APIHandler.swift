@@ -10,7 +10,7 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// The socket API behind NIOHTTP1 (README, "The socket API"): one request at a time (the
+/// The socket API behind NIOHTTP1 (docs/socket-api.md): one request at a time (the
 /// pipeline handler before it orders pipelined requests), answered at once or, for the calls that
 /// wait on the provider, later on the connection's event loop.
 final class APIHandler: ChannelInboundHandler {

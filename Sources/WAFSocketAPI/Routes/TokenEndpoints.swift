@@ -13,7 +13,7 @@ import Foundation
 extension APIHandler {
     // MARK: /v1/token, /v1/refresh
 
-    /// `getToken()`; with `?wait=`, `onTokenReady()` (README, waf-tokenctl); of the provider the
+    /// `getToken()`; with `?wait=`, `onTokenReady()` (docs/clients.md); of the provider the
     /// query names (MULTI-2).
     func token(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))

@@ -75,7 +75,7 @@ public final class DispatchScheduler: WAFScheduler {
 
     public func deliver(_ work: @escaping @Sendable () -> Void) {
         // Serial queues, not a concurrent one: a concurrent queue runs on libdispatch's shared
-        // pool, whose monitor then wakes the process every second for ever (README, "At rest").
+        // pool, whose monitor then wakes the process every second for ever (docs/performance.md, "At rest").
         callbacks.run(work)
     }
 

@@ -1,7 +1,7 @@
 import WAFDaemonTransport
 import WAFTokenProxy
 
-/// Why the daemon stops, with the exit code of the contract (README, "Running"): 78 invalid
+/// Why the daemon stops, with the exit code of the contract (docs/running.md): 78 invalid
 /// configuration, 71 the socket cannot be bound or the state cannot be read, 1 anything else.
 /// The modules below say what went wrong in their own terms; this is where it becomes an exit code.
 public struct DaemonFailure: Error, Sendable, CustomStringConvertible {

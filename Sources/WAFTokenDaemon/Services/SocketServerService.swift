@@ -2,7 +2,7 @@ import Logging
 import ServiceLifecycle
 import WAFSocketAPI
 
-/// Serves until the graceful stop begins, then stops accepting and drains (README, "Running": finish
+/// Serves until the graceful stop begins, then stops accepting and drains (docs/running.md: finish
 /// requests in flight, bounded, notify STOPPING).
 struct SocketServerService: Service {
     static let grace = Duration.seconds(5)

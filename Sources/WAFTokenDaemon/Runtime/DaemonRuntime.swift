@@ -56,12 +56,12 @@ struct DaemonRuntime {
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
             let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, logger: logger)
-            try await listeners.start(inherited: inheritedSocket)
+            // The proxies first: a client that sees the socket answer may use a proxy at once.
             do throws(DaemonFailure) {
                 for provider in configuration.providers { try await startProxy(of: provider, configuration, socket: socket, parts: parts) }
+                try await listeners.start(inherited: inheritedSocket)
             } catch {
                 await parts.proxies.stopAll()
-                await listeners.stop(grace: .zero)
                 throw error
             }
             logger.info(

@@ -25,7 +25,8 @@ struct TenantSinksTests {
                 await eventually {
                     (try? String(contentsOfFile: path("pay.jar"), encoding: .utf8))?.contains(payToken) == true
                         && (try? String(contentsOfFile: path("shared.jar"), encoding: .utf8))?.contains(defaultToken) == true
-                })
+                        && FileManager.default.fileExists(atPath: path("pay.token"))
+                }, "\(daemon.stderr)")
             let shared = try String(contentsOfFile: path("shared.jar"), encoding: .utf8)
             #expect(!shared.contains(payToken), "the shared jar holds the providers without a jar of their own")
             #expect(try String(contentsOfFile: path("pay.jar"), encoding: .utf8).contains(defaultToken) == false)

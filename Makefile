@@ -4,7 +4,7 @@ SWIFT ?= swift
 PREFIX ?= /usr
 DESTDIR ?=
 
-.PHONY: deps build release install demo test format test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-idle bench-fleet bench-providers size \
+.PHONY: deps build release install demo test format test-repeat test-tsan bench-pow bench-socket bench-proxy bench-startup bench-auth bench-idle bench-fleet bench-providers size \
 	mutants fuzz fuzz-ci \
 	test-reliability deb image test-packages
 
@@ -88,37 +88,42 @@ test-tsan: deps
 
 # Proof-of-work nonces/s on 1 and all cores, beside OpenSSL called from C in the same run.
 bench-pow: deps
-	Benchmarks/pow-bench.sh
+	Benchmarks/record.sh pow docs/performance.md Benchmarks/pow-bench.sh
 
 # GET /v1/token over the socket with h2load, beside a C epoll responder; syscalls and CPU per
 # request (strace, perf); RSS; idle wake-ups.
 bench-socket: deps
 	@scripts/install-deps.sh bench
-	Benchmarks/socket-bench.sh
+	Benchmarks/record.sh socket docs/performance.md Benchmarks/socket-bench.sh
 
 # The token-injecting proxy beside nginx (proxy_pass, fixed Cookie) to the same upstream.
 bench-proxy: deps
 	@scripts/install-deps.sh bench
-	Benchmarks/proxy-bench.sh
+	Benchmarks/record.sh proxy docs/performance.md Benchmarks/proxy-bench.sh
+
+# nginx auth_request to GET /v1/auth beside the same nginx with a fixed Cookie; /v1/auth beside /v1/token.
+bench-auth: deps
+	@scripts/install-deps.sh bench
+	Benchmarks/record.sh auth docs/performance.md Benchmarks/auth-bench.sh
 
 # What 1,000 idle connections cost the daemon in private memory (goal: at most 16 MiB).
 bench-idle: release
-	Benchmarks/idle-connections.py 1000
+	Benchmarks/record.sh idle docs/performance.md Benchmarks/idle-connections.py 1000
 
 # exec → READY=1 with a token in the state directory, beside a C program that only says READY=1.
 bench-startup: deps
 	@scripts/install-deps.sh bench
-	Benchmarks/startup-bench.sh
+	Benchmarks/record.sh startup docs/performance.md Benchmarks/startup-bench.sh
 
 # 1, 10 and 100 providers on one daemon: private memory per provider, start-up with every token
 # restored, reads through ?provider= against a one-provider daemon, 100 providers refreshing at once.
 bench-providers: deps
 	@scripts/install-deps.sh bench
-	Benchmarks/providers-bench.sh
+	Benchmarks/record.sh providers docs/performance.md Benchmarks/providers-bench.sh
 
 # Binary sizes before and after strip, what each module costs, the daemon's RSS/PSS/private memory.
 size: deps
-	Benchmarks/size.sh
+	Benchmarks/record.sh size docs/performance.md Benchmarks/size.sh
 
 # 10,000 provider machines on one virtual clock: the token service's load per second when a fleet
 # starts together, restarts together, and outlives a ten-minute outage; with and without jitter.

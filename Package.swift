@@ -316,7 +316,7 @@ let package = Package(
         // The Debian package in a booted systemd, the container image, the Kubernetes manifests: after
         // make deb and make image (make test-packages).
         .testTarget(
-            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFDaemonConfiguration", "waf-token-service"],
+            name: "WAFPackageTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFDaemonConfiguration", "WAFJSON", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenCtlTests",

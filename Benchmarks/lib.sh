@@ -117,3 +117,35 @@ perf_counts() {
 cpu_nanoseconds() {
     cat /proc/"$1"/task/*/schedstat | awk '{sum += $1} END {printf "%.0f", sum}'
 }
+
+# nginx_config NAME WORKERS BODY: an nginx with BODY in its http block, unprivileged or as root,
+# everything under $work/NAME; its pid is ${pids[-1]}. (As root its workers stay root here: they
+# only read what the master opened.)
+nginx_config() {
+    local name=$1 workers=$2 body=$3
+    mkdir -p "$work/$name"
+    cat >"$work/$name/nginx.conf" <<EOF
+$([ "$(id -u)" -eq 0 ] && echo "user root;")
+worker_processes $workers;
+pid $work/$name/nginx.pid;
+error_log $work/$name/error.log warn;
+events { worker_connections 4096; }
+http {
+    access_log off;
+    client_body_temp_path $work/$name/body;
+    proxy_temp_path $work/$name/proxy;
+    fastcgi_temp_path $work/$name/fastcgi;
+    uwsgi_temp_path $work/$name/uwsgi;
+    scgi_temp_path $work/$name/scgi;
+    keepalive_requests 1000000;
+$body
+}
+EOF
+    nginx -p "$work/$name" -c "$work/$name/nginx.conf" -g 'daemon off;' 2>>"$work/$name/error.log" &
+    pids+=($!)
+}
+
+# free_port: a loopback port nobody listens on now.
+free_port() {
+    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}

@@ -25,33 +25,7 @@ build_release waf-tokend waf-token-service
 (cd Benchmarks/go-proxy && GOCACHE="$work/gocache" GOFLAGS=-mod=mod go build -o "$work/go-proxy" .)
 start_service
 
-# nginx unprivileged or as root, everything under $work. (As root its workers stay root here: they
-# only read what the master opened.)
-nginx_config() {
-    local name=$1 workers=$2 body=$3
-    mkdir -p "$work/$name"
-    cat >"$work/$name/nginx.conf" <<EOF
-$([ "$(id -u)" -eq 0 ] && echo "user root;")
-worker_processes $workers;
-pid $work/$name/nginx.pid;
-error_log $work/$name/error.log warn;
-events { worker_connections 4096; }
-http {
-    access_log off;
-    client_body_temp_path $work/$name/body;
-    proxy_temp_path $work/$name/proxy;
-    fastcgi_temp_path $work/$name/fastcgi;
-    uwsgi_temp_path $work/$name/uwsgi;
-    scgi_temp_path $work/$name/scgi;
-    keepalive_requests 1000000;
-$body
-}
-EOF
-    nginx -p "$work/$name" -c "$work/$name/nginx.conf" -g 'daemon off;' 2>>"$work/$name/error.log" &
-    pids+=($!)
-}
-
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$(free_port)
 nginx_config upstream 1 "    server { listen 127.0.0.1:$port; location / { return 200 \"ok\\n\"; } }"
 wait_for "curl -sf http://127.0.0.1:$port/"
 

@@ -27,6 +27,8 @@ scripts/generated-docs.sh "$bin" "$stage/build"
 cp config/waf-tokend.yaml "$stage/config/"
 cp -a deploy/debian "$stage/debian"
 cp systemd/waf-tokend.service systemd/waf-tokend.socket "$stage/debian/"
+# The proxy socket template: installed, enabled per provider by the operator (docs/systemd.md).
+cp systemd/waf-tokend-proxy@.socket "$stage/build/"
 cp systemd/waf-tokend.sysusers.conf "$stage/debian/waf-tokend.sysusers"
 cp systemd/waf-tokend.tmpfiles.conf "$stage/debian/waf-tokend.tmpfiles"
 if [ "$package_version" != "$version" ]; then

@@ -40,7 +40,7 @@ for product in "${products[@]}"; do
 done
 
 # The units name /usr/sbin/waf-tokend and /etc/waf-tokend: follow PREFIX and SYSCONFDIR.
-for unit in waf-tokend.service waf-tokend.socket; do
+for unit in waf-tokend.service waf-tokend.socket waf-tokend-proxy@.socket; do
     sed -e "s|/usr/sbin/waf-tokend|$PREFIX/sbin/waf-tokend|g" -e "s|/etc/waf-tokend|$SYSCONFDIR/waf-tokend|g" \
         "systemd/$unit" > "$root/lib/systemd/system/$unit"
     chmod 0644 "$root/lib/systemd/system/$unit"

@@ -5,37 +5,49 @@ import WAFTokenDaemon
 import Glibc
 #endif
 
-/// A listening socket passed by systemd (socket activation, `sd_listen_fds`).
+/// The listening sockets systemd passed (socket activation, `sd_listen_fds_with_names`), each with
+/// the name its socket unit gave it (`FileDescriptorName=`).
 public enum SocketActivation {
     public enum Inherited: Sendable, Equatable {
         case none
-        case socket(CInt)
-        /// Sockets were passed, but none is a listening Unix stream socket.
+        case sockets([InheritedListener])
+        /// Sockets were passed, but none is a listening stream socket.
         case unusable(String)
     }
 
-    public static func inheritedSocket() -> Inherited {
+    public static func inheritedSockets() -> Inherited {
         // Unset the variables: a child of the daemon must not think the sockets are its own.
-        let count = sd_listen_fds(1)
+        var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
+        let count = sd_listen_fds_with_names(1, &names)
         if count < 0 { return .unusable("sd_listen_fds failed: \(String(cString: strerror(-count)))") }
-        if count == 0 { return .none }
-        for descriptor in SD_LISTEN_FDS_START..<(SD_LISTEN_FDS_START + count)
-        where sd_is_socket_unix(descriptor, Int32(SOCK_STREAM.rawValue), 1, nil, 0) > 0 {
-            return .socket(descriptor)
+        defer {
+            if let names {
+                for index in 0..<Int(count) { free(names[index]) }
+                free(names)
+            }
         }
-        return .unusable("none of the \(count) sockets systemd passed is a listening Unix stream socket")
+        if count == 0 { return .none }
+        var listeners: [InheritedListener] = []
+        for index in 0..<count {
+            let descriptor = SD_LISTEN_FDS_START + index
+            guard sd_is_socket(descriptor, AF_UNSPEC, Int32(SOCK_STREAM.rawValue), 1) > 0 else { continue }
+            let name = names?[Int(index)].map { String(cString: $0) } ?? "unknown"
+            listeners.append(InheritedListener(descriptor: descriptor, name: name))
+        }
+        if listeners.isEmpty { return .unusable("none of the \(count) sockets systemd passed is a listening stream socket") }
+        return .sockets(listeners)
     }
 }
 
 extension DaemonIntegration {
-    /// systemd: sd_notify and the watchdog, and a socket passed by socket activation.
+    /// systemd: sd_notify and the watchdog, and the sockets passed by socket activation.
     public static func systemd(startDemoService: (@Sendable () async throws -> any DemoTokenService)? = nil) -> DaemonIntegration {
         DaemonIntegration(
             makeNotifier: { SystemdNotifier() },
-            inheritedSocket: {
-                switch SocketActivation.inheritedSocket() {
-                case .none: .success(nil)
-                case .socket(let descriptor): .success(descriptor)
+            inheritedListeners: {
+                switch SocketActivation.inheritedSockets() {
+                case .none: .success([])
+                case .sockets(let listeners): .success(listeners)
                 case .unusable(let reason): .failure(DaemonFailure(.osError, reason))
                 }
             },

@@ -64,6 +64,32 @@ public final class RawSocket: @unchecked Sendable {
         }
     }
 
+    /// How a connection ended, as its client sees it.
+    public enum Ending: Equatable, Sendable {
+        /// A clean close: end of file after everything sent.
+        case closed
+        /// The peer reset it (ECONNRESET): what it had not read was thrown away.
+        case reset
+        /// Still open when the time was up.
+        case open
+    }
+
+    /// Reads (and drops) until the connection ends or `timeout` passes.
+    public func ending(timeout: Duration) -> Ending {
+        let deadline = ContinuousClock.now + timeout
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return .open }
+            var poller = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+            let milliseconds = Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000))
+            guard poll(&poller, 1, milliseconds) > 0 else { return .open }
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count == 0 { return .closed }
+            if count < 0 { return errno == EINTR ? ending(timeout: deadline - ContinuousClock.now) : .reset }
+        }
+    }
+
     /// The status code of the first response in what arrives within `timeout`, and whether the
     /// daemon then closed the connection.
     public func response(timeout: Duration = .seconds(10)) -> (status: Int?, text: String, closed: Bool) {

@@ -22,7 +22,9 @@ package actor ProxyController {
     private var board: ProxyBoard { entry.board }
 
     /// Makes the running proxy what `settings` say (nil: none). On failure the proxy stays as it was.
-    package func apply(_ settings: ProxySettings?, connection: ConnectionSettings) async throws(ProxyFailure) {
+    /// `inherited`: the listening socket the service manager passed for this proxy, used when a new
+    /// listener is made.
+    package func apply(_ settings: ProxySettings?, connection: ConnectionSettings, inherited: CInt? = nil) async throws(ProxyFailure) {
         switch (server, settings) {
         case (nil, nil):
             return
@@ -46,7 +48,7 @@ package actor ProxyController {
                 server = nil
                 board.off()
             }
-            try await replacement.start()
+            try await replacement.start(inherited: inherited)
             if let running = server { await running.stop(grace: Self.grace) }
             server = replacement
             board.serving(settings, at: replacement.address)

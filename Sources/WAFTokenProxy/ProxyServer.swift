@@ -23,12 +23,10 @@ final class ProxyServer: Sendable {
             entry: entry, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics, logger: logger)
     }
 
-    func start() async throws(ProxyFailure) {
-        let address: Listener.Address, peer: PeerCredentialsSource
-        switch settings.listen {
-        case .unix(let path): (address, peer) = (.unix(path: path, mode: settings.mode), .socket)
-        case .loopback(let host, let port): (address, peer) = (.tcp(host: host, port: port), LoopbackPeer.source)
-        }
+    /// Starts serving: on `inherited` when the service manager passed the listening socket.
+    func start(inherited: CInt? = nil) async throws(ProxyFailure) {
+        let peer: PeerCredentialsSource = if case .unix = settings.listen { .socket } else { LoopbackPeer.source }
+        let address = inherited.map { .inherited($0) } ?? settings.listen.listenerAddress(mode: settings.mode)
         do {
             try await listener.start(address) { [context] channel in try Self.configure(channel, proxy: context, peer: peer) }
         } catch {
@@ -56,5 +54,15 @@ final class ProxyServer: Sendable {
         let connection = ConnectionState()
         try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
         try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))
+    }
+}
+
+extension ListenAddress {
+    /// Where a listener binds for this address (a Unix socket with `mode`).
+    package func listenerAddress(mode: UInt16) -> Listener.Address {
+        switch self {
+        case .unix(let path): .unix(path: path, mode: mode)
+        case .loopback(let host, let port): .tcp(host: host, port: port)
+        }
     }
 }

@@ -17,8 +17,8 @@ private func monotonicMicroseconds() -> Int64 {
 }
 
 /// systemd integration without a service manager: the notify protocol over a test-owned socket,
-/// the watchdog, socket activation with systemd-socket-activate, journald in a private mount
-/// namespace, and the unit files through systemd-analyze.
+/// the watchdog, journald in a private mount namespace, and the unit files through systemd-analyze
+/// (socket activation: SocketActivationTests).
 @Suite("systemd integration", .offPool, .timeLimit(.minutes(3)))
 struct SystemdTests {
     @Test("sd_notify: READY, STATUS, RELOADING with MONOTONIC_USEC then READY, STOPPING, in order", arguments: [false, true])
@@ -159,64 +159,6 @@ struct SystemdTests {
             daemon.signal(SIGKILL)
         }
         watchdog.close()
-    }
-
-    @Test("socket activation: the passed socket is served, and its path is neither created nor removed")
-    func socketActivation() async throws {
-        let service = try ServiceProcess()
-        let directory = try scratchDirectory("waf-activate")
-        let socket = directory.appendingPathComponent("activated.sock").path
-        let stderr = directory.appendingPathComponent("stderr.log").path
-        // systemd-socket-activate closes every descriptor it did not open: see SpawnedProcess.
-        let activator = try SpawnedProcess(
-            "/usr/bin/systemd-socket-activate",
-            [
-                "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
-                "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
-                "--socket-path", directory.appendingPathComponent("configured.sock").path,
-            ], output: stderr)
-        #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
-
-        // The first connection starts the daemon on the socket systemd-socket-activate holds.
-        let first = try await curl(socket, "/v1/token?wait=10")
-        #expect(first.code == 200)
-        #expect(json(first.body)?["value"]?.string?.isEmpty == false)
-        #expect(try await curl(socket, "/v1/status").code == 200)
-        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))
-        #expect(await activator.stop() == 0, "SIGTERM stops the activated daemon gracefully")
-        let log = try String(contentsOfFile: stderr, encoding: .utf8)
-        #expect(log.contains("activated=true"))
-        #expect(FileManager.default.fileExists(atPath: socket), "the passed socket's path is left to whoever made it")
-        await service.stop()
-    }
-
-    @Test("a passed socket that is not a listening Unix stream socket is refused with exit 71")
-    func socketActivationOfTheWrongKind() async throws {
-        let directory = try scratchDirectory("waf-activate")
-        let socket = directory.appendingPathComponent("datagram.sock").path
-        let output = directory.appendingPathComponent("output.log").path
-        let activator = try SpawnedProcess(
-            "/usr/bin/systemd-socket-activate",
-            [
-                "--datagram", "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path,
-                "--config", "/dev/null", "--application-integration-url", "https://x.example.com/a/b/", "--domain-name", "example.com",
-            ], output: output)
-        #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
-        // A datagram socket is activated by its first datagram.
-        let sender = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in socket.utf8.enumerated() { raw[index] = byte }
-        }
-        let sent = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, "x", 1, 0, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        Glibc.close(sender)
-        #expect(sent == 1)
-        #expect(await activator.waitForExit() == 71)
-        let log = try String(contentsOfFile: output, encoding: .utf8)
-        #expect(log.contains("none of the 1 sockets systemd passed is a listening Unix stream socket"), "\(log)")
     }
 
     @Test("journald: structured entries with MESSAGE, PRIORITY, SYSLOG_IDENTIFIER, CODE_*, metadata fields, and no token")

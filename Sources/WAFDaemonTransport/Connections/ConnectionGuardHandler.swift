@@ -16,13 +16,19 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     package typealias OutboundOut = ByteBuffer
 
     private enum Phase {
-        /// Between requests: the idle timeout runs.
+        /// Between requests: the idle timeout runs (after a stop began, the drain window).
         case idle
         /// Part of a request arrived: the request timeout runs.
         case receiving
         /// A request is being answered (or streamed): no timeout.
         case serving
+        /// Closing cleanly: our side has said its last (FIN); what the peer still sends is read
+        /// and dropped until it closes too or the linger time passes.
+        case lingering
     }
+
+    /// How long a clean close waits for the peer to close its side.
+    static let linger = TimeAmount.seconds(1)
 
     private let owner: any ConnectionGuardContext
     private let connection: ConnectionState
@@ -32,6 +38,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     /// The idle or the request timeout, whichever the phase runs.
     private let timeout = MovingTimeout()
     private var closeWhenIdle = false
+    /// After a stop began, until when a kept-alive connection between requests may still send one.
+    private var drainUntil: NIODeadline?
     /// The uid the listener's limits counted this connection for.
     private var admitted: UInt32?
 
@@ -81,7 +89,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
                 ? "socket.maxConnections (\(settings.maxConnections))" : "socket.maxConnectionsPerUser (\(settings.maxConnectionsPerUser))"
             owner.limits.log("full", uid: peer.uid, level: .warning, "connection closed: \(limit) reached", metadata: metadata, logger: owner.logger)
             held = nil
-            context.close(promise: nil)
+            closeCleanly(context)
             return
         }
         connection.peer = peer
@@ -100,6 +108,9 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     // MARK: Inbound
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        // Read and dropped: unread, it would turn the close into a reset the client cannot tell
+        // from a request that failed midway.
+        if phase == .lingering { return }
         if phase == .idle {
             phase = .receiving
             armTimer(context)
@@ -114,10 +125,12 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     }
 
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ServerShutdownEvent {
-            // Graceful stop: finish what is being answered, then close.
+        if let stop = event as? ServerShutdownEvent {
+            // Graceful stop: what is under way is answered, then closed; a connection between
+            // requests gets the drain window for its next one.
             closeWhenIdle = true
-            if phase != .serving { context.close(promise: nil) }
+            drainUntil = min(context.eventLoop.now + stop.drainWindow, stop.deadline)
+            if phase == .idle { armTimer(context) }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -135,13 +148,40 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         case .responseFinished(let partial):
             phase = partial ? .receiving : .idle
             if closeWhenIdle && !partial {
-                context.close(promise: nil)
+                closeCleanly(context)
                 promise?.succeed(())
                 return
             }
         }
         armTimer(context)
         promise?.succeed(())
+    }
+
+    // MARK: Closing cleanly
+
+    /// Every close of a live connection that the connection's own handlers ask for (an answer with
+    /// `Connection: close`, a refusal, the idle timeout, the drain window's end) goes out as a
+    /// clean close: the pending bytes, then FIN; what the peer sends meanwhile is read and
+    /// dropped; then the close. Closed with unread bytes, the kernel would send a reset instead: a
+    /// client whose request crossed the close could not tell it was never read. Those closes pass
+    /// no promise; a close whose caller waits for it (the listener's last, at the stop's deadline)
+    /// is immediate, as is a second one.
+    private func closeCleanly(_ context: ChannelHandlerContext) {
+        close(context: context, mode: .all, promise: nil)
+    }
+
+    package func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all, promise == nil, phase != .lingering, context.channel.isActive else {
+            return context.close(mode: mode, promise: promise)
+        }
+        phase = .lingering
+        held = nil
+        context.close(mode: .output).assumeIsolated().whenComplete { result in
+            switch result {
+            case .success: self.armTimer(context)
+            case .failure: context.close(mode: .all, promise: nil)  // no half-close here: a plain close
+            }
+        }
     }
 
     // MARK: Timeouts
@@ -153,17 +193,19 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         let end: NIODeadline? =
             switch phase {
             case .serving: nil
-            case .idle: context.eventLoop.now + settings.idleTimeout
+            case .idle: drainUntil ?? context.eventLoop.now + settings.idleTimeout
             case .receiving: context.eventLoop.now + settings.requestTimeout
+            case .lingering: context.eventLoop.now + Self.linger
             }
         timeout.move(to: end, on: context.eventLoop) { self.timedOut(context) }
     }
 
     private func timedOut(_ context: ChannelHandlerContext) {
         switch phase {
-        case .idle: context.close(promise: nil)
+        case .idle: closeCleanly(context)
         case .receiving: reject(.timedOut, context)
         case .serving: break
+        case .lingering: context.close(mode: .all, promise: nil)
         }
     }
 
@@ -175,6 +217,6 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         let reply = refusal.reply
         let bytes = reply.encoded(keepAlive: false, allocator: context.channel.allocator)
         owner.requestCounting.countRequests(endpoint: "-", status: reply.status.code)
-        context.writeAndFlush(wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in self.closeCleanly(context) }
     }
 }

@@ -19,6 +19,8 @@ package final class Listener: Sendable {
         var connections: [ObjectIdentifier: any Channel] = [:]
         /// The path was created here and is removed on stop; an inherited socket is not.
         var ownedPath: String?
+        /// Once a stop began: told to a connection accepted after it, too.
+        var stopping: ServerShutdownEvent?
     }
 
     private let state = NIOLockedValueBox(State())
@@ -104,7 +106,13 @@ package final class Listener: Sendable {
         let (channel, ownedPath) = state.withLockedValue { ($0.channel, $0.ownedPath) }
         try? await channel?.close()
         if let ownedPath { unlink(ownedPath) }
-        for connection in connections { connection.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent()) }
+        let (seconds, attoseconds) = grace.components
+        let event = ServerShutdownEvent(deadline: .now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        let open = state.withLockedValue { state in
+            state.stopping = event
+            return Array(state.connections.values)
+        }
+        for connection in open { connection.pipeline.fireUserInboundEventTriggered(event) }
         let clock = ContinuousClock()
         let deadline = clock.now + grace
         while !connections.isEmpty, clock.now < deadline {
@@ -119,11 +127,13 @@ package final class Listener: Sendable {
 
     private func track(_ channel: any Channel) {
         let id = ObjectIdentifier(channel)
-        let count = state.withLockedValue { state -> Int in
+        let (count, stopping) = state.withLockedValue { state in
             state.connections[id] = channel
-            return state.connections.count
+            return (state.connections.count, state.stopping)
         }
         connectionsChanged(count)
+        // Accepted just before the listener closed, configured after the stop told the others.
+        if let stopping { channel.eventLoop.execute { channel.pipeline.fireUserInboundEventTriggered(stopping) } }
         channel.closeFuture.whenComplete { [state, connectionsChanged, gate] _ in
             let (count, limiter) = state.withLockedValue { state -> (Int, NIOLoopBound<AcceptLimitHandler>?) in
                 state.connections[id] = nil

@@ -72,7 +72,11 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
                 if case .incomplete = head, buffer.readableBytes <= HTTPLimits.maximumHeadBytes { break }
                 return switchToCodec(context)
             }
-            guard !stopping, let entry = provider(for: selector) else { return switchToCodec(context) }
+            // Stopping, the codec answers with `Connection: close` (also on a connection accepted as
+            // the stop began, which its event may reach later).
+            guard !stopping, !api.shuttingDown.load(ordering: .relaxed), let entry = provider(for: selector) else {
+                return switchToCodec(context)
+            }
             var cache = caches[entry.name] ?? TokenResponseCache()
             if cache.refresh(
                 entry: entry, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)

@@ -21,6 +21,10 @@ final class APIHandler: ChannelInboundHandler {
     /// `?wait=` longer than an hour is almost certainly a mistake.
     static let maximumWait = 3600.0
     static let defaultRefreshWait = 30.0
+    /// A request that waits is answered this long before the stop's deadline, so that the answer
+    /// is out before the connection is closed.
+    static let stopMargin = TimeAmount.milliseconds(250)
+    static let stopping = HTTPReply.error(.serviceUnavailable, "shuttingDown", "the daemon is stopping", headers: [("Retry-After", "1")])
 
     let api: APIContext
     let connection: ConnectionState
@@ -38,6 +42,8 @@ final class APIHandler: ChannelInboundHandler {
     private var awaitingAnswer = false
     /// The request that waits for a later answer, to be told when the daemon stops.
     private var pendingHead: HTTPRequestHead?
+    /// What the request that waits gets when the daemon's stop comes first: what it has then.
+    private var pendingAtStop: (answer: @Sendable () -> HTTPReply, endpoint: String)?
     var stream: UInt64?
 
     init(api: APIContext, connection: ConnectionState, restartDecoder: @escaping () -> Void) {
@@ -84,8 +90,14 @@ final class APIHandler: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ServerShutdownEvent, stream != nil {
             finishStream(context)
-        } else if event is ServerShutdownEvent, awaitingAnswer, let head = pendingHead {
-            respond(context, head, .error(.serviceUnavailable, "shuttingDown", "the daemon is stopping"), endpoint: "-")
+        } else if let stop = event as? ServerShutdownEvent, awaitingAnswer, let head = pendingHead, let (answer, endpoint) = pendingAtStop {
+            // It goes on waiting, and gets what there is when the stop's deadline comes.
+            let number = requestNumber
+            let due = max(context.eventLoop.now, stop.deadline - Self.stopMargin)
+            answerTimer?.cancel()
+            answerTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) {
+                self.answerIfCurrent(number, context, head, answer(), endpoint)
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -159,6 +171,7 @@ final class APIHandler: ChannelInboundHandler {
         answerTimer?.cancel()
         answerTimer = nil
         pendingHead = nil
+        pendingAtStop = nil
         guard context.channel.isActive else { return }
         let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
         var headers = HTTPHeaders(response.headers)
@@ -183,11 +196,12 @@ final class APIHandler: ChannelInboundHandler {
     /// answers instead, and whichever comes second is dropped.
     func answerLater(
         _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String,
-        timeout: TimeAmount? = nil, onTimeout: HTTPReply? = nil
+        timeout: TimeAmount? = nil, onTimeout: HTTPReply? = nil, atStop: @escaping @Sendable () -> HTTPReply = { APIHandler.stopping }
     ) -> @Sendable (HTTPReply) -> Void {
         let number = requestNumber
         awaitingAnswer = true
         pendingHead = head
+        pendingAtStop = (atStop, endpoint)
         // Weakly: the provider may hold the answer for a while (a stalled token service), and a
         // client gone meanwhile must not be kept alive by it.
         let bound = NIOLoopBound(AnswerTarget(handler: self, context: context), eventLoop: context.eventLoop)

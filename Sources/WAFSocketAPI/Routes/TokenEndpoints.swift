@@ -21,7 +21,9 @@ extension APIHandler {
         let (provider, peer) = (entry.provider, connection.peer)
         if let text = query["wait"] {
             guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/token") }
-            let reply = answerLater(context, head, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text))
+            let reply = answerLater(
+                context, head, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text),
+                atStop: { entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? APIHandler.stopping })
             provider.onTokenReady { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
             return
         }
@@ -46,7 +48,9 @@ extension APIHandler {
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
         guard let entry = provider(for: query, context, head, endpoint: "/v1/refresh") else { return }
         let peer = connection.peer
-        let reply = answerLater(context, head, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text))
+        let reply = answerLater(
+            context, head, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text),
+            atStop: { entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? APIHandler.stopping })
         let answer: WAFTokenResultCallback = { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
         guard entry.forcedRefresh.request(entry.provider, answer) == .limited else { return }
         // A forced fetch ran less than the interval ago: its token, or the provider's next.

@@ -19,7 +19,11 @@ public struct WAFTokendCommand: AsyncParsableCommand {
             upper snake case, e.g. WAF_TOKEND_DOMAIN_NAME), then the YAML file, then defaults. \
             Providers besides the top-level one: providers.NAME in the file; --providers.NAME.KEY VALUE \
             (the key as the file writes it, e.g. --providers.pay.domainName) and WAF_TOKEND_PROVIDERS_NAME_KEY. \
-            Signals: SIGUSR1 foreground; SIGUSR2 background (again: closed); SIGHUP reload; SIGTERM, SIGINT stop. \
+            Signals: SIGUSR1 foreground; SIGUSR2 background (again: closed); SIGHUP reload; SIGTERM, SIGINT stop \
+            (requests under way answered with Connection: close, idle connections closed cleanly). \
+            Socket activation: systemd may pass the API socket (FileDescriptorName=api) and listeners for the proxies, \
+            metrics.listen and auth.listen; each is served where its configured address is the passed socket's \
+            (a proxy: waf-tokend-proxy@NAME.socket and Sockets= in a drop-in), and one that matches none is logged and closed. \
             Exit codes: 0 clean stop, 78 invalid configuration, 71 cannot bind the socket or read the state, 1 otherwise.
             """,
         version: Daemon.version)

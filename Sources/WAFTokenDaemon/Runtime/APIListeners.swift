@@ -36,15 +36,21 @@ struct APIListeners: Sendable {
         }
     }
 
-    /// Binds them all: the socket on `inherited` when the service manager passed it. One that
+    /// Takes from `passed` the sockets the service manager passed for these listeners.
+    func claim(_ passed: inout PassedListeners) -> [ObjectIdentifier: CInt] {
+        var claimed: [ObjectIdentifier: CInt] = [:]
+        claimed[ObjectIdentifier(socket)] = passed.takeAPI() ?? passed.take(socket.address)
+        for server in [probes, auth].compactMap({ $0 }) { claimed[ObjectIdentifier(server)] = passed.take(server.address) }
+        return claimed
+    }
+
+    /// Binds them all, each on the socket the service manager passed for it, if any. One that
     /// cannot be bound stops those bound before it.
-    func start(inherited: CInt?) async throws(DaemonFailure) {
+    func start(inherited: [ObjectIdentifier: CInt]) async throws(DaemonFailure) {
         var started: [SocketServer] = []
         do throws(ListenerFailure) {
-            try await socket.start(inherited: inherited)
-            started.append(socket)
-            for server in [probes, auth].compactMap({ $0 }) {
-                try await server.start()
+            for server in all {
+                try await server.start(inherited: inherited[ObjectIdentifier(server)])
                 started.append(server)
             }
         } catch {

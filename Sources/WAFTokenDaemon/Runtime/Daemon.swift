@@ -21,9 +21,9 @@ public enum Daemon {
             notifier.failing(String(failure.message.prefix { $0 != "\n" }), errno: failure.code == .osError ? EIO : nil)
             return failure.code.rawValue
         }
-        let inherited: CInt?
-        switch integration.inheritedSocket() {
-        case .success(let descriptor): inherited = descriptor
+        let inherited: [InheritedListener]
+        switch integration.inheritedListeners() {
+        case .success(let listeners): inherited = listeners
         case .failure(let failure): return fail(failure)
         }
 
@@ -59,7 +59,7 @@ public enum Daemon {
         let runtime: DaemonRuntime
         do {
             runtime = try await DaemonRuntime.start(
-                configuration: configuration, sources: sources, notifier: notifier, inheritedSocket: inherited,
+                configuration: configuration, sources: sources, notifier: notifier, inherited: inherited,
                 integration: integration, demo: demo, logger: logger)
         } catch {
             await demoService?.stop()

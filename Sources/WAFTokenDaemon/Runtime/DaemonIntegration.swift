@@ -9,9 +9,9 @@ public struct DaemonIntegration: Sendable {
     public typealias LivenessProbe = @Sendable (@escaping @Sendable () -> Void) -> Void
 
     public var makeNotifier: @Sendable () -> any ServiceNotifier
-    /// The listening socket passed by the service manager, nil when none; a failure when sockets
+    /// The listening sockets passed by the service manager (none: empty); a failure when sockets
     /// were passed but none can be served.
-    public var inheritedSocket: @Sendable () -> Result<CInt?, DaemonFailure>
+    public var inheritedListeners: @Sendable () -> Result<[InheritedListener], DaemonFailure>
     /// Starts the local token service for `--demo`; nil when this build has none.
     public var startDemoService: (@Sendable () async throws -> any DemoTokenService)?
     /// How the watchdog checks a provider: a round trip through its state context.
@@ -19,12 +19,12 @@ public struct DaemonIntegration: Sendable {
 
     public init(
         makeNotifier: @escaping @Sendable () -> any ServiceNotifier = { NoServiceNotifier() },
-        inheritedSocket: @escaping @Sendable () -> Result<CInt?, DaemonFailure> = { .success(nil) },
+        inheritedListeners: @escaping @Sendable () -> Result<[InheritedListener], DaemonFailure> = { .success([]) },
         startDemoService: (@Sendable () async throws -> any DemoTokenService)? = nil,
         livenessProbe: @escaping @Sendable (WAFTokenProvider) -> LivenessProbe = { provider in { provider.ping($0) } }
     ) {
         self.makeNotifier = makeNotifier
-        self.inheritedSocket = inheritedSocket
+        self.inheritedListeners = inheritedListeners
         self.startDemoService = startDemoService
         self.livenessProbe = livenessProbe
     }
@@ -43,4 +43,16 @@ public struct DaemonIntegration: Sendable {
 public protocol DemoTokenService: Sendable {
     var applicationIntegrationURL: String { get }
     func stop() async
+}
+
+/// A listening socket the service manager passed, with the name its unit gave it
+/// (`FileDescriptorName=`; systemd's default is the socket unit's name).
+public struct InheritedListener: Sendable, Equatable {
+    public let descriptor: CInt
+    public let name: String
+
+    public init(descriptor: CInt, name: String) {
+        self.descriptor = descriptor
+        self.name = name
+    }
 }

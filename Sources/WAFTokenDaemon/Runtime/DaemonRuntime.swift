@@ -25,7 +25,7 @@ struct DaemonRuntime {
 
     /// Builds everything and binds the socket; nothing is served before `run()`.
     static func start(
-        configuration: DaemonConfiguration, sources: ConfigurationSources, notifier: any ServiceNotifier, inheritedSocket: CInt?,
+        configuration: DaemonConfiguration, sources: ConfigurationSources, notifier: any ServiceNotifier, inherited: [InheritedListener],
         integration: DaemonIntegration, demo: Bool, logger: Logger
     ) async throws(DaemonFailure) -> DaemonRuntime {
         // The client first (a CA file that cannot be read is a configuration error), then the
@@ -56,10 +56,21 @@ struct DaemonRuntime {
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
             let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, logger: logger)
+            // The sockets the service manager passed go to the listeners they are for.
+            var passed = PassedListeners(inherited)
+            let claimed = listeners.claim(&passed)
+            var proxySockets: [String: CInt] = [:]
+            for provider in configuration.providers {
+                guard let settings = ProxySettings(provider, configuration) else { continue }
+                proxySockets[provider.name] = passed.take(settings.listen.listenerAddress(mode: settings.mode))
+            }
+            passed.closeUnclaimed(logger: logger)
             // The proxies first: a client that sees the socket answer may use a proxy at once.
             do throws(DaemonFailure) {
-                for provider in configuration.providers { try await startProxy(of: provider, configuration, socket: socket, parts: parts) }
-                try await listeners.start(inherited: inheritedSocket)
+                for provider in configuration.providers {
+                    try await startProxy(of: provider, configuration, socket: socket, parts: parts, inherited: proxySockets[provider.name])
+                }
+                try await listeners.start(inherited: claimed)
             } catch {
                 await parts.proxies.stopAll()
                 throw error
@@ -67,7 +78,7 @@ struct DaemonRuntime {
             logger.info(
                 "serving the token API",
                 metadata: [
-                    "socket": "\(listeners.socket.listening)", "activated": "\(inheritedSocket != nil)",
+                    "socket": "\(listeners.socket.listening)", "activated": "\(!passed.isEmpty)",
                     "metrics.listen": "\(listeners.probes?.listening ?? "off")", "auth.listen": "\(listeners.auth?.listening ?? "off")",
                     "domain": "\(configuration.providers.map(\.domainName).joined(separator: ","))",
                     "providers": "\(providers.names.joined(separator: ","))",
@@ -80,8 +91,7 @@ struct DaemonRuntime {
                     providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
-                SocketServerService(listeners: listeners, broadcaster: broadcaster, notifier: notifier, logger: logger),
-                ProxyService(proxies: parts.proxies),
+                ListenersService(listeners: listeners, proxies: parts.proxies, broadcaster: broadcaster, notifier: notifier, logger: logger),
             ]
             return DaemonRuntime(services: services, parts: parts)
         } catch {
@@ -93,12 +103,14 @@ struct DaemonRuntime {
 
     /// Starts (or with a reload, changes) the proxy of `provider`, if its configuration has one.
     static func startProxy(
-        of provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings, parts: DaemonParts
+        of provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings, parts: DaemonParts,
+        inherited: CInt? = nil
     ) async throws(DaemonFailure) {
         guard let controller = parts.proxies[provider.name] else { return }
         let settings = ProxySettings(provider, configuration)
         do throws(ProxyFailure) {
-            try await controller.apply(settings, connection: settings.map { .init(proxy: $0, configuration, logger: parts.logger) } ?? socket)
+            try await controller.apply(
+                settings, connection: settings.map { .init(proxy: $0, configuration, logger: parts.logger) } ?? socket, inherited: inherited)
         } catch {
             throw DaemonFailure(error)
         }

@@ -2,7 +2,6 @@
 /// of its own, that is reflection over every stored property, each step a dynamic cast that scans
 /// the binary's protocol conformance records: a few milliseconds of start-up (docs/performance.md, "Start-up in detail").
 extension ReadinessService: CustomStringConvertible { var description: String { "ReadinessService" } }
-extension ProxyService: CustomStringConvertible { var description: String { "ProxyService" } }
-extension SocketServerService: CustomStringConvertible { var description: String { "SocketServerService" } }
+extension ListenersService: CustomStringConvertible { var description: String { "ListenersService" } }
 extension WatchdogService: CustomStringConvertible { var description: String { "WatchdogService" } }
 extension SignalService: CustomStringConvertible { var description: String { "SignalService" } }

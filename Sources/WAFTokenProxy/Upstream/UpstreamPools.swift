@@ -88,7 +88,9 @@ final class UpstreamPools: Sendable {
         let timeout = route.settings.upstreamTimeout
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            // At TCP's level: `.socketOption(.tcp_nodelay)` would be SOL_SOCKET's option 1, SO_DEBUG,
+            // which needs CAP_NET_ADMIN and failed every connect under the unit's sandbox.
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations

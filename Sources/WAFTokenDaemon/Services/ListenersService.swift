@@ -1,0 +1,29 @@
+import Logging
+import ServiceLifecycle
+import WAFSocketAPI
+import WAFTokenProxy
+
+/// Every listener's part in the daemon's life: the socket API's and the proxies'. On the graceful
+/// stop they all stop accepting at once and drain together (docs/systemd.md, "Restarts that
+/// consumers do not see"): one after another, a proxy's clients would wait out the socket's drain,
+/// and a restart would last the sum of them.
+struct ListenersService: Service {
+    static let grace = Duration.seconds(5)
+
+    let listeners: APIListeners
+    let proxies: ProxyControllers
+    let broadcaster: EventBroadcaster
+    let notifier: any ServiceNotifier
+    let logger: Logger
+
+    func run() async {
+        try? await gracefulShutdown()
+        logger.info("stopping")
+        notifier.stopping()
+        broadcaster.finishAll()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await listeners.stop(grace: Self.grace) }
+            group.addTask { await proxies.stopAll() }
+        }
+    }
+}

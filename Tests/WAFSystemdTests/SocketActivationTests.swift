@@ -1,0 +1,107 @@
+import Foundation
+import Testing
+import WAFJSON
+import WAFTestSupport
+
+#if canImport(Glibc)
+import Glibc
+import WAFTestTraits
+#endif
+
+/// Socket activation with systemd-socket-activate, which passes sockets as systemd does
+/// (`LISTEN_FDS`, `LISTEN_FDNAMES`): the API socket alone, named sockets for several listeners,
+/// and a socket of the wrong kind.
+@Suite("socket activation", .offPool, .timeLimit(.minutes(3)))
+struct SocketActivationTests {
+    @Test("socket activation: the passed socket is served, and its path is neither created nor removed")
+    func socketActivation() async throws {
+        let service = try ServiceProcess()
+        let directory = try scratchDirectory("waf-activate")
+        let socket = directory.appendingPathComponent("activated.sock").path
+        let stderr = directory.appendingPathComponent("stderr.log").path
+        // systemd-socket-activate closes every descriptor it did not open: see SpawnedProcess.
+        let activator = try SpawnedProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+                "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
+                "--socket-path", directory.appendingPathComponent("configured.sock").path,
+            ], output: stderr)
+        #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
+
+        // The first connection starts the daemon on the socket systemd-socket-activate holds.
+        let first = try await curl(socket, "/v1/token?wait=10")
+        #expect(first.code == 200)
+        #expect(json(first.body)?["value"]?.string?.isEmpty == false)
+        #expect(try await curl(socket, "/v1/status").code == 200)
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))
+        #expect(await activator.stop() == 0, "SIGTERM stops the activated daemon gracefully")
+        let log = try String(contentsOfFile: stderr, encoding: .utf8)
+        #expect(log.contains("activated=true"))
+        #expect(FileManager.default.fileExists(atPath: socket), "the passed socket's path is left to whoever made it")
+        await service.stop()
+    }
+
+    @Test("a passed socket that is not a listening stream socket is refused with exit 71")
+    func socketActivationOfTheWrongKind() async throws {
+        let directory = try scratchDirectory("waf-activate")
+        let socket = directory.appendingPathComponent("datagram.sock").path
+        let output = directory.appendingPathComponent("output.log").path
+        let activator = try SpawnedProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "--datagram", "-l", socket, productsDirectory.appendingPathComponent("waf-tokend").path,
+                "--config", "/dev/null", "--application-integration-url", "https://x.example.com/a/b/", "--domain-name", "example.com",
+            ], output: output)
+        #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
+        // A datagram socket is activated by its first datagram.
+        let sender = Glibc.socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in socket.utf8.enumerated() { raw[index] = byte }
+        }
+        let sent = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, "x", 1, 0, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        Glibc.close(sender)
+        #expect(sent == 1)
+        #expect(await activator.waitForExit() == 71)
+        let log = try String(contentsOfFile: output, encoding: .utf8)
+        #expect(log.contains("none of the 1 sockets systemd passed is a listening stream socket"), "\(log)")
+    }
+
+    @Test(
+        "named sockets: api is the API socket, a proxy's is served where its address matches, one that matches nothing is logged and closed"
+    )
+    func namedSockets() async throws {
+        let service = try ServiceProcess()
+        let directory = try scratchDirectory("waf-activate")
+        let api = directory.appendingPathComponent("api.sock").path
+        let extra = directory.appendingPathComponent("extra.sock").path
+        let stderr = directory.appendingPathComponent("stderr.log").path
+        let port = try freePort()
+        let activator = try SpawnedProcess(
+            "/usr/bin/systemd-socket-activate",
+            [
+                "-l", api, "-l", "127.0.0.1:\(port)", "-l", extra, "--fdname=api:proxy-default:stray",
+                productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+                "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
+                "--socket-path", directory.appendingPathComponent("configured.sock").path,
+                "--proxy-listen", "127.0.0.1:\(port)", "--proxy-allowed-users", "root", "--proxy-upstream", service.origin,
+            ], output: stderr)
+        #expect(await eventually { FileManager.default.fileExists(atPath: api) })
+
+        #expect(try await curl(api, "/v1/token?wait=10").code == 200, "the socket named api is the API socket")
+        // The proxy's address is the passed TCP socket's: served on it (binding it again would fail).
+        let proxied = try await curlURL("http://127.0.0.1:\(port)/protected/x")
+        #expect(proxied.code == 200, "\(proxied.body)")
+        let log = { (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "" }
+        #expect(
+            await eventually { log().contains("matches no configured listener") && log().contains("name=stray") },
+            "the stray socket is logged: \(log())")
+        #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))
+        #expect(await activator.stop() == 0)
+        await service.stop()
+    }
+}

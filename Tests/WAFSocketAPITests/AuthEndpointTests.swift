@@ -60,3 +60,65 @@ struct AuthEndpointTests {
         #expect(answer.statusCodes == [503] && answer.contains("Retry-After: 1"))
     }
 }
+
+/// The fast path's `/v1/auth` against the codec's, request by request.
+@Suite("Forward authentication on the fast path", .offPool)
+struct AuthFastPathTests {
+    static let requests: [String] = [
+        AuthEndpointTests.auth(),
+        AuthEndpointTests.auth([("X-Original-URI", "/shop/cart?x=1"), ("Cookie", "session=abc; aws-waf-token=stale; lang=en")]),
+        AuthEndpointTests.auth([("Cookie", "a=1"), ("X-Forwarded-Uri", " /api/../admin "), ("Cookie", "b=2")]),
+        AuthEndpointTests.auth([("X-Forwarded-Uri", "/x"), ("X-Original-URI", "/y"), ("X-Forwarded-Uri", "/z")]),
+        AuthEndpointTests.auth([("X-Forwarded-Host", "api.pay.example.com:8443")]),
+        AuthEndpointTests.auth([("X-Forwarded-Host", "elsewhere.org, pay.example.com")]),
+        AuthEndpointTests.auth(query: "?provider=pay"),
+        AuthEndpointTests.auth([("X-Forwarded-Host", "pay.example.com")], query: "?domain=shop.example.com"),
+    ]
+
+    /// Without its Date line, which may differ by a second.
+    static func dateless(_ answer: String) -> String {
+        answer.split(separator: "\r\n", omittingEmptySubsequences: false).filter { !$0.hasPrefix("Date: ") }.joined(separator: "\r\n")
+    }
+
+    static func fastPath(_ socket: EmbeddedSocket) throws -> TokenFastPathHandler {
+        try socket.channel.pipeline.syncOperations.handler(type: TokenFastPathHandler.self)
+    }
+
+    @Test("each request gets from the fast path what the codec gives it, and the connection stays off the codec")
+    func sameAsTheCodec() throws {
+        for request in Self.requests {
+            let fast = try EmbeddedSocket(pay: true)
+            let answer = try fast.exchange(request)
+            #expect(try !Self.fastPath(fast).codec, "answered on the fast path: \(request)")
+            // `Connection: keep-alive` changes nothing in the answer, and sends the request to the codec.
+            let slow = try EmbeddedSocket(pay: true)
+            let viaCodec = try slow.exchange(request.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: keep-alive\r\n\r\n"))
+            #expect(try Self.fastPath(slow).codec)
+            #expect(Self.dateless(answer) == Self.dateless(viaCodec), "\(request)")
+        }
+    }
+
+    @Test("split at every byte and pipelined, the answers are those of the requests one by one; a new cookie, a new answer")
+    func splitAndPipelined() throws {
+        let all = Self.requests.joined()
+        let expected = try Self.requests.map { try EmbeddedSocket(pay: true).exchange($0) }.map(Self.dateless).joined()
+        for split in stride(from: 1, to: all.utf8.count, by: 7) {
+            let socket = try EmbeddedSocket(pay: true)
+            #expect(Self.dateless(try socket.exchange(all, splits: Array(stride(from: split, to: all.utf8.count, by: split)))) == expected)
+        }
+        let socket = try EmbeddedSocket()
+        let first = try socket.exchange(AuthEndpointTests.auth([("Cookie", "a=1")]))
+        let second = try socket.exchange(AuthEndpointTests.auth([("Cookie", "a=2")]))
+        #expect(first.contains("Cookie: a=1; aws-waf-token=token-1") && second.contains("Cookie: a=2; aws-waf-token=token-1"))
+    }
+
+    @Test("no token yet, or a provider the peer may not use: the codec answers (it waits; 403)")
+    func leftToTheCodec() throws {
+        let waiting = try EmbeddedSocket(tokenFirst: false)
+        #expect(try waiting.exchange(AuthEndpointTests.auth()).isEmpty)
+        #expect(try Self.fastPath(waiting).codec)
+        let refused = try EmbeddedSocket(pay: true, payAllowedUsers: ["0"])
+        #expect(try refused.exchange(AuthEndpointTests.auth(query: "?provider=pay")).statusCodes == [403])
+        #expect(try Self.fastPath(refused).codec)
+    }
+}

@@ -22,6 +22,13 @@ enum PlainTokenRequest {
 
     /// For a complete head: nil if the fast path must not answer it.
     static func decide(_ head: UnsafeRawBufferPointer) -> Decision? {
+        guard let (selector, headers) = target(head, path: path) else { return nil }
+        return prefersPlainText(head, headersAt: headers).map { Decision(plainText: $0, selector: selector) }
+    }
+
+    /// For a head whose request line is `path` (`GET /v1/...`), at most one selector and
+    /// HTTP/1.1: the selector's bytes (without the `?`) and where the header lines begin.
+    static func target(_ head: UnsafeRawBufferPointer, path: [UInt8]) -> (selector: Range<Int>?, headers: Int)? {
         guard head.count > path.count + version.count, head.prefix(path.count).elementsEqual(path) else { return nil }
         var index = path.count
         var selector: Range<Int>?
@@ -36,7 +43,7 @@ enum PlainTokenRequest {
             index = end
         }
         guard head[index...].starts(with: version) else { return nil }
-        return prefersPlainText(head, headersAt: index + version.count).map { Decision(plainText: $0, selector: selector) }
+        return (selector, index + version.count)
     }
 
     private static func isSelectorByte(_ byte: UInt8, provider: Bool) -> Bool {
@@ -86,6 +93,20 @@ enum PlainTokenRequest {
     /// The header lines from `headersAt` on: nil if any disqualifies the head.
     private static func prefersPlainText(_ head: UnsafeRawBufferPointer, headersAt start: Int) -> Bool? {
         var acceptValue: Range<Int>?
+        var twice = false
+        let clean = scanHeaders(head, from: start) { name, value in
+            guard matches(head, name, accept) else { return }
+            twice = twice || acceptValue != nil
+            acceptValue = value
+        }
+        guard clean, !twice else { return nil }
+        return AcceptNegotiation.prefersPlainText(acceptValue.map { String(decoding: UnsafeRawBufferPointer(rebasing: head[$0]), as: UTF8.self) })
+    }
+
+    /// Calls `visit` with each header line's name and value (the value's range includes any
+    /// leading and trailing blanks); false, without visiting the rest, at a line the fast path must
+    /// leave to the codec: a malformed name or value, or a header about framing or the connection.
+    static func scanHeaders(_ head: UnsafeRawBufferPointer, from start: Int, _ visit: (Range<Int>, Range<Int>) -> Void) -> Bool {
         var lineStart = start
         let end = head.count - 2  // the final CRLF
         while lineStart < end {
@@ -94,25 +115,22 @@ enum PlainTokenRequest {
             // Header names are tokens: a space, tab, control byte (or obs-fold) is for the codec to refuse.
             var colon = lineStart
             while colon < lineEnd, head[colon] != UInt8(ascii: ":") {
-                if head[colon] <= 0x20 || head[colon] >= 0x7F { return nil }
+                if head[colon] <= 0x20 || head[colon] >= 0x7F { return false }
                 colon += 1
             }
-            guard colon < lineEnd, colon > lineStart else { return nil }
-            for index in (colon + 1)..<lineEnd where (head[index] < 0x20 && head[index] != 0x09) || head[index] == 0x7F { return nil }
+            guard colon < lineEnd, colon > lineStart else { return false }
+            for index in (colon + 1)..<lineEnd where (head[index] < 0x20 && head[index] != 0x09) || head[index] == 0x7F { return false }
             let name = lineStart..<colon
-            if disqualifying.contains(where: { matches(head, name, $0) }) { return nil }
-            if matches(head, name, accept) {
-                if acceptValue != nil { return nil }
-                acceptValue = (colon + 1)..<lineEnd
-            }
+            if disqualifying.contains(where: { matches(head, name, $0) }) { return false }
+            visit(name, (colon + 1)..<lineEnd)
             lineStart = lineEnd + 2
         }
-        return AcceptNegotiation.prefersPlainText(acceptValue.map { String(decoding: UnsafeRawBufferPointer(rebasing: head[$0]), as: UTF8.self) })
+        return true
     }
 
     /// A case-insensitive comparison of a header name with a lower-case one, without copying.
     @inline(__always)
-    private static func matches(_ head: UnsafeRawBufferPointer, _ name: Range<Int>, _ lowercase: [UInt8]) -> Bool {
+    static func matches(_ head: UnsafeRawBufferPointer, _ name: Range<Int>, _ lowercase: [UInt8]) -> Bool {
         guard name.count == lowercase.count else { return false }
         var index = name.lowerBound
         for byte in lowercase {

@@ -8,7 +8,7 @@ import WAFDaemonTransport
 ///    and never reads cannot make the daemon buffer without bound).
 /// 2. `ConnectionGuardHandler`: the peer check (SO_PEERCRED) before anything is answered; idle and
 ///    request timeouts.
-/// 3. `TokenFastPathHandler`: the plain `GET /v1/token`, answered from pre-encoded bytes; anything
+/// 3. `TokenFastPathHandler`: the plain `GET /v1/token` and `GET /v1/auth`, answered from pre-encoded bytes; anything
 ///    else switches the connection to the codec below for good.
 /// 4. `RequestLineTap`, NIOHTTP1's encoder, decoder and pipelining handler; `ProtocolErrorHandler`;
 ///    `APIHandler`.
@@ -18,8 +18,9 @@ enum SocketPipeline {
         let connection = ConnectionState()
         try pipeline.addHandler(BackPressureHandler())
         try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
-        // Tokens go out only where the role serves them: never on the probes' port.
-        if api.role == .socket { try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection)) }
+        // Tokens go out only where the role serves them: never on the probes' port (the auth
+        // listener's fast path answers only /v1/auth).
+        if api.role != .probes { try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection)) }
         let tap = RequestLineTap()
         try pipeline.addHandler(tap)
         try pipeline.addHandler(HTTPResponseEncoder())

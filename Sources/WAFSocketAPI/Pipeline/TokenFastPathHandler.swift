@@ -8,8 +8,10 @@ import WAFDaemonTransport
 import WAFProviderRegistry
 #endif
 
-/// Answers the hot request, a plain `GET /v1/token` (`PlainTokenRequest`), with or without a
-/// provider selector, from pre-encoded bytes without the HTTP codec; pipelined ones are answered
+/// Answers the hot requests, a plain `GET /v1/token` (`PlainTokenRequest`) and a plain `GET
+/// /v1/auth` (`PlainAuthRequest`, the one forward authentication makes for every request it lets
+/// through), with or without a provider selector, from pre-encoded bytes without the HTTP codec
+/// (an auth answer is kept for the same cookies and URI); pipelined ones are answered
 /// in one write. Which provider a selector means, and whether the peer may use it, is decided
 /// once per connection and selector, again when anything was published or reloaded; a request
 /// the API would refuse (unknown provider, 403) goes to the codec, which answers it. The first request it does not
@@ -24,14 +26,17 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
 
     private let api: APIContext
     private let connection: ConnectionState
-    private var codec = false
+    /// The connection went over to the codec for good.
+    private(set) var codec = false
     private var pending: ByteBuffer?
     /// Each provider's answers, by name.
     private var caches: [String: TokenResponseCache] = [:]
     /// The last selector seen (its bytes), the provider it means, and the generation that held.
     private var resolved: (selector: [UInt8], provider: ProviderEntry, generation: UInt64)?
-    /// Answers since the last flush to the metrics: with a token (200), without (503).
-    private var servedSinceFlush = (withToken: 0, without: 0)
+    /// Answers since the last flush to the metrics: with a token (200), without (503), auth (200).
+    private var servedSinceFlush = (withToken: 0, without: 0, auth: 0)
+    /// The last auth answer, with what it was made of.
+    private var lastAuth: (key: [UInt8], second: Int, generation: UInt64, answer: ByteBuffer)?
     private var stopping = false
 
     init(api: APIContext, connection: ConnectionState) {
@@ -66,17 +71,25 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         guard api.allows(connection) else { return switchToCodec(context) }
         var answered = false
         while var buffer = pending, buffer.readableBytes > 0, context.channel.isWritable {
-            let head = buffer.withUnsafeReadableBytes(Self.look)
+            let head = buffer.withUnsafeReadableBytes { Self.look($0, tokens: api.role == .socket) }
+            // Stopping, the codec answers with `Connection: close` (also on a connection accepted as
+            // the stop began, which its event may reach later).
+            let stopped = stopping || api.shuttingDown.load(ordering: .relaxed)
+            if case .auth(let length, let request) = head, !stopped {
+                guard let answer = authAnswer(request, buffer, context) else { return switchToCodec(context) }
+                buffer.moveReaderIndex(forwardBy: length)
+                pending = buffer.readableBytes > 0 ? buffer : nil
+                context.write(wrapOutboundOut(answer), promise: nil)
+                servedSinceFlush.auth += 1
+                answered = true
+                continue
+            }
             guard case .plain(let length, let request, let selector) = head else {
                 // An incomplete head waits for its rest, unless it grew past the limit: the codec refuses that (431).
                 if case .incomplete = head, buffer.readableBytes <= HTTPLimits.maximumHeadBytes { break }
                 return switchToCodec(context)
             }
-            // Stopping, the codec answers with `Connection: close` (also on a connection accepted as
-            // the stop began, which its event may reach later).
-            guard !stopping, !api.shuttingDown.load(ordering: .relaxed), let entry = provider(for: selector) else {
-                return switchToCodec(context)
-            }
+            guard !stopped, let entry = provider(for: selector) else { return switchToCodec(context) }
             var cache = caches[entry.name] ?? TokenResponseCache()
             if cache.refresh(
                 entry: entry, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)
@@ -106,14 +119,47 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         case forCodec
         /// A plain token request whose head is `length` bytes, with its selector's bytes (empty: none).
         case plain(length: Int, request: PlainTokenRequest.Decision, selector: [UInt8])
+        /// A plain auth request whose head is `length` bytes; its ranges are into the pending bytes.
+        case auth(length: Int, request: PlainAuthRequest.Decision)
     }
 
-    private static func look(_ bytes: UnsafeRawBufferPointer) -> PendingHead {
+    /// `tokens`: whether this listener serves token reads (the auth listener serves only auth).
+    private static func look(_ bytes: UnsafeRawBufferPointer, tokens: Bool) -> PendingHead {
         guard let length = PlainTokenRequest.headLength(in: bytes, limit: HTTPLimits.maximumHeadBytes) else {
             return PlainTokenRequest.hasBareLineFeed(bytes) ? .forCodec : .incomplete
         }
-        guard let request = PlainTokenRequest.decide(UnsafeRawBufferPointer(rebasing: bytes[0..<length])) else { return .forCodec }
-        return .plain(length: length, request: request, selector: request.selector.map { Array(bytes[$0]) } ?? [])
+        let head = UnsafeRawBufferPointer(rebasing: bytes[0..<length])
+        if tokens, let request = PlainTokenRequest.decide(head) {
+            return .plain(length: length, request: request, selector: request.selector.map { Array(bytes[$0]) } ?? [])
+        }
+        return PlainAuthRequest.decide(head).map { .auth(length: length, request: $0) } ?? .forCodec
+    }
+
+    /// The answer to a plain auth request at the start of `buffer`, nil when the codec must give
+    /// it (no token yet: it waits; a provider the peer may not use: 403).
+    private func authAnswer(_ request: PlainAuthRequest.Decision, _ buffer: ByteBuffer, _ context: ChannelHandlerContext) -> ByteBuffer? {
+        let bytes = { (range: Range<Int>?) -> [UInt8] in
+            range.flatMap { buffer.getBytes(at: buffer.readerIndex + $0.lowerBound, length: $0.count) } ?? []
+        }
+        var selector = bytes(request.selector)
+        if request.selector == nil, let host = request.forwardedHost,
+            let name = APIHandler.forwardedHost(String(decoding: bytes(host), as: UTF8.self)), api.providers.covering(domain: name) != nil
+        {
+            selector = Array("domain=\(name)".utf8)
+        }
+        guard let entry = provider(for: selector) else { return nil }
+        // What the answer is made of: the provider, the cookies and the URI.
+        var key = Array(entry.name.utf8) + [0] + bytes(request.uri) + [0]
+        for cookie in request.cookies { key += bytes(cookie) + [0] }
+        let (second, generation) = (Int(time(nil)), api.generation.current)
+        if let lastAuth, lastAuth.second == second, lastAuth.generation == generation, lastAuth.key == key { return lastAuth.answer }
+        guard let cached = entry.currentToken else { return nil }
+        let uri = request.uri.map { String(decoding: bytes($0), as: UTF8.self) } ?? "/"
+        let reply = APIHandler.authReply(
+            cached.token, entry: entry, uri: uri, cookies: request.cookies.map { String(decoding: bytes($0), as: UTF8.self) })
+        let answer = reply.encoded(keepAlive: true, date: HTTPReply.date(seconds: second), allocator: context.channel.allocator)
+        lastAuth = (key, second, generation, answer)
+        return answer
     }
 
     /// The provider `selector` (a query's bytes, empty for none) means and the peer may use; nil
@@ -139,10 +185,14 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
     }
 
     private func flushCounts() {
-        for (status, count) in [(UInt(200), servedSinceFlush.withToken), (503, servedSinceFlush.without)] where count > 0 {
-            api.metrics.countRequests(endpoint: "/v1/token", status: status, by: count)
+        let counts = [
+            ("/v1/token", UInt(200), servedSinceFlush.withToken), ("/v1/token", 503, servedSinceFlush.without),
+            ("/v1/auth", 200, servedSinceFlush.auth),
+        ]
+        for (endpoint, status, count) in counts where count > 0 {
+            api.metrics.countRequests(endpoint: endpoint, status: status, by: count)
             api.requestsServed.add(count, ordering: .relaxed)
         }
-        servedSinceFlush = (0, 0)
+        servedSinceFlush = (0, 0, 0)
     }
 }

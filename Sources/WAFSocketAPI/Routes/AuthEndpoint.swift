@@ -51,7 +51,12 @@ extension APIHandler {
 
     /// The host the proxy forwards to: the first of `X-Forwarded-Host`, without its port.
     static func forwardedHost(_ head: HTTPRequestHead) -> String? {
-        guard let value = head.headers.first(name: "X-Forwarded-Host")?.split(separator: ",").first else { return nil }
+        head.headers.first(name: "X-Forwarded-Host").flatMap(forwardedHost)
+    }
+
+    /// The first host of an `X-Forwarded-Host` value, without its port.
+    static func forwardedHost(_ header: String) -> String? {
+        guard let value = header.split(separator: ",").first else { return nil }
         var host = value.trimmingCharacters(in: " \t")
         if host.hasPrefix("[") { return host.split(separator: "]").first.map { String($0.dropFirst()) } }
         if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon { host = String(host[..<colon]) }

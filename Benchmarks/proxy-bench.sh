@@ -31,7 +31,7 @@ wait_for "curl -sf http://127.0.0.1:$port/"
 
 echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"
 echo "waf-tokend --proxy-threads N; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') worker_processes N, proxy_pass, keepalive, a fixed Cookie; $(go version | cut -d' ' -f3) ReverseProxy, GOMAXPROCS=N"
-printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" "vs Go"
+printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s %6s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" "vs Go" goal
 for workers in $WORKERS; do
     dir=$work/w$workers
     mkdir -p "$dir"
@@ -66,9 +66,9 @@ for workers in $WORKERS; do
         read -r rate _ p99 <<<"$(median proxy)"
         read -r nrate _ np99 <<<"$(median nginx)"
         read -r grate _ gp99 <<<"$(median go)"
-        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %8.2fx\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" "$gp99" \
+        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %8.2fx %6s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" "$gp99" \
             "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
-            "$(awk -v a="$rate" -v b="$grate" 'BEGIN {print a / b}')"
+            "$(awk -v a="$rate" -v b="$grate" 'BEGIN {print a / b}')" "≥0.90x"
     done
     # CPU per request of each proxy (all its threads or processes), 16 connections.
     cpu_per_request() {
@@ -80,7 +80,7 @@ for workers in $WORKERS; do
     }
     cpu_of() { local total=0; for pid in "$1" $(pgrep -P "$1" || true); do total=$((total + $(cpu_nanoseconds "$pid"))); done; echo "$total"; }
     echo "         CPU per request (µs, user and system, every thread or worker): waf-tokend $(cpu_per_request "$ours_pid" "$dir/proxy.sock")," \
-        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock"), Go $(cpu_per_request "$go_pid" "$dir/go.sock")"
+        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock"), Go $(cpu_per_request "$go_pid" "$dir/go.sock") (goal: ≤ 1.3x nginx's)"
     kill "$ours_pid" "$nginx_pid" "$go_pid" 2>/dev/null || true
     wait "$ours_pid" "$nginx_pid" "$go_pid" 2>/dev/null || true
 done

@@ -47,7 +47,7 @@ done
 describe() { case $1 in et*) echo "C epoll edge-triggered, ${1#et} thread(s)";; lt*) echo "C epoll level-triggered, ${1#lt} thread(s)";; esac; }
 echo "GET /v1/token over a Unix socket: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $cores cores, body $body bytes"
 echo "anchors: C epoll responders (edge-triggered: read to EAGAIN, one writev per read; level-triggered: one read per event, one write per request), 1 and $cores threads"
-printf "%-12s %14s %8s %8s   %-44s %14s %8s %8s %7s\n" connections "waf-tokend r/s" "p50 ms" "p99 ms" "fastest anchor" "r/s" "p50 ms" "p99 ms" ratio
+printf "%-12s %14s %8s %8s   %-44s %14s %8s %8s %7s %6s\n" connections "waf-tokend r/s" "p50 ms" "p99 ms" "fastest anchor" "r/s" "p50 ms" "p99 ms" ratio goal
 fastest=et1
 for connections in $CONNECTIONS; do
     h2load_run "$work/token.sock" "$connections" 20000 /v1/token >/dev/null   # warm-up
@@ -70,8 +70,8 @@ for connections in $CONNECTIONS; do
         if awk -v a="$arate" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$arate bp50=$ap50 bp99=$ap99 bname=$name; fi
     done
     fastest=$bname
-    printf "%-12s %14s %8s %8s   %-44s %14s %8s %8s %6.2fx\n" "$connections" "$rate" "$p50" "$p99" "$(describe "$bname")" "$best" "$bp50" "$bp99" \
-        "$(awk -v a="$rate" -v b="$best" 'BEGIN {print a / b}')"
+    printf "%-12s %14s %8s %8s   %-44s %14s %8s %8s %6.2fx %6s\n" "$connections" "$rate" "$p50" "$p99" "$(describe "$bname")" "$best" "$bp50" "$bp99" \
+        "$(awk -v a="$rate" -v b="$best" 'BEGIN {print a / b}')" "≥0.90x"
     echo "             (every anchor, req/s:$others)"
 done
 
@@ -82,7 +82,7 @@ per_request() {
     read -r cpu calls <<<"$(perf_counts "$1" h2load_run "$2" 16 "$requests" /v1/token)"
     awk -v c="$calls" -v t="$cpu" -v n="$requests" 'BEGIN {printf "%.2f syscalls, %.2f µs CPU", c / n, t * 1000 / n}'
 }
-echo "per request, 16 connections: waf-tokend $(per_request "$daemon" "$work/token.sock"); $(describe "$fastest") $(per_request "${anchor_pid[$fastest]}" "$work/$fastest.sock")"
+echo "per request, 16 connections: waf-tokend $(per_request "$daemon" "$work/token.sock"); $(describe "$fastest") $(per_request "${anchor_pid[$fastest]}" "$work/$fastest.sock") (goal: CPU ≤ 1.5x the anchor's)"
 strace -c -f -q -p "$daemon" -o "$work/strace.out" &
 tracer=$!
 sleep 0.5

@@ -26,7 +26,7 @@ extension ProxyHandler {
         case .replay(let token):
             replay(with: token)
         case .refresh:
-            self.exchange!.phase = .refreshing(answer)
+            exchange.phase = .refreshing(answer)
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             proxy.refreshToken(for: exchange.route, timeout: max(exchange.route.settings.tokenWait, .seconds(1)), on: context.eventLoop) { token in
                 let this = handler.value
@@ -40,10 +40,10 @@ extension ProxyHandler {
     }
 
     private func replay(with token: String) {
-        guard exchange != nil else { return }
-        exchange!.replayed = true
-        exchange!.upstreamHeadSent = false
-        exchange!.upstreamRequestComplete = false
+        guard let exchange else { return }
+        exchange.replayed = true
+        exchange.upstreamHeadSent = false
+        exchange.upstreamRequestComplete = false
         proxy.board.replays.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, "replay")
         connect(token: token)
@@ -79,7 +79,7 @@ extension ProxyHandler {
             upstream.handler.delegate = nil
             upstream.channel.close(promise: nil)
         }
-        self.exchange!.upstream = nil
+        exchange.upstream = nil
         if exchange.answering {
             closeClient()
             return
@@ -112,10 +112,10 @@ extension ProxyHandler {
 
     func answerError(_ reply: HTTPReply) {
         guard let context else { return }
-        if let upstream = exchange?.upstream {
+        if let exchange, let upstream = exchange.upstream {
             upstream.handler.delegate = nil
             upstream.channel.close(promise: nil)
-            exchange!.upstream = nil
+            exchange.upstream = nil
         }
         answerBegins()
         keepsAfterAnswer = keepsConnection(exchange)

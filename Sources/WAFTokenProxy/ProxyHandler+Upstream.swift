@@ -26,10 +26,10 @@ extension ProxyHandler: UpstreamDelegate {
     }
 
     func connect(token: String?, fresh: Bool = false) {
-        guard let context, exchange != nil else { return }
-        exchange!.sentToken = token
-        exchange!.phase = .connecting
-        let route = exchange!.route
+        guard let context, let current = exchange else { return }
+        current.sentToken = token
+        current.phase = .connecting
+        let route = current.route
         proxy.pools.acquire(route, on: context.eventLoop, fresh: fresh).assumeIsolated().whenComplete { [self] result in
             switch result {
             case .success(let acquired):
@@ -140,7 +140,7 @@ extension ProxyHandler: UpstreamDelegate {
     }
 
     func upstreamClosed() {
-        guard let exchange, exchange.upstream != nil else { return }
+        guard let exchange, let upstream = exchange.upstream else { return }
         if case .answering = exchange.phase {
             // Part of the answer went out: the client can only learn of the failure by the close.
             closeClient()
@@ -149,10 +149,10 @@ extension ProxyHandler: UpstreamDelegate {
         // A kept-alive connection the upstream closed before this request got there: once more on a
         // new one, when the request can be sent again.
         let untouched: Bool = if case .awaitingAnswer = exchange.phase { true } else { false }
-        if untouched, exchange.upstream!.reused, !exchange.retriedClosedConnection, exchange.replayable {
-            self.exchange!.retriedClosedConnection = true
-            self.exchange!.upstream = nil
-            self.exchange!.upstreamHeadSent = false
+        if untouched, upstream.reused, !exchange.retriedClosedConnection, exchange.replayable {
+            exchange.retriedClosedConnection = true
+            exchange.upstream = nil
+            exchange.upstreamHeadSent = false
             stopStallTimer()
             connect(token: exchange.sentToken, fresh: true)
             return
@@ -162,9 +162,9 @@ extension ProxyHandler: UpstreamDelegate {
 
     /// The upstream connection back to its pool when it carried a whole request and answer.
     func releaseUpstream() {
-        guard let context, let upstream = exchange?.upstream else { return }
-        exchange!.upstream = nil
-        if exchange!.upstreamRequestComplete {
+        guard let context, let exchange, let upstream = exchange.upstream else { return }
+        exchange.upstream = nil
+        if exchange.upstreamRequestComplete {
             proxy.pools.release(upstream, on: context.eventLoop)
         } else {
             upstream.handler.delegate = nil

@@ -81,12 +81,11 @@ final class ProxyHandler: ChannelDuplexHandler {
         while !closing, var bytes = received, bytes.readableBytes > 0 {
             received = nil
             defer { if !closing, bytes.readableBytes > 0 { received = bytes } }
-            if exchange == nil {
-                guard takeHead(&bytes) else { return }
-            } else if !exchange!.requestComplete {
-                takeBody(&bytes)
+            if let exchange {
+                guard !exchange.requestComplete else { return }
+                takeBody(&bytes, exchange)
             } else {
-                return
+                guard takeHead(&bytes) else { return }
             }
         }
     }
@@ -155,15 +154,16 @@ final class ProxyHandler: ChannelDuplexHandler {
         return connection.allowed(under: route.connection.policy, generation: UInt64(route.generation))
     }
 
-    private func takeBody(_ bytes: inout ByteBuffer) {
-        switch exchange!.requestFraming {
+    /// `exchange` is the one in progress; what it sets off may end it (`self.exchange` is then nil).
+    private func takeBody(_ bytes: inout ByteBuffer, _ exchange: ProxyExchange) {
+        switch exchange.requestFraming {
         case .length:
-            let piece = bytes.readSlice(length: min(exchange!.bodyLeft, bytes.readableBytes))!
-            exchange!.bodyLeft -= piece.readableBytes
+            let piece = bytes.readSlice(length: min(exchange.bodyLeft, bytes.readableBytes)) ?? ByteBuffer()
+            exchange.bodyLeft -= piece.readableBytes
             bodyArrived(piece)
-            if exchange?.bodyLeft == 0 { requestEnded() }
+            if self.exchange === exchange, exchange.bodyLeft == 0 { requestEnded() }
         case .chunked:
-            var scanner = exchange!.chunks
+            var scanner = exchange.chunks
             let start = bytes.readerIndex
             var pieces: [ByteBuffer] = []
             do {
@@ -173,11 +173,11 @@ final class ProxyHandler: ChannelDuplexHandler {
                 bytes.moveReaderIndex(forwardBy: used)
             } catch {
                 bytes.clear()
-                return exchange!.upstreamHeadSent ? closeClient() : refuse(error)
+                return exchange.upstreamHeadSent ? closeClient() : refuse(error)
             }
-            exchange!.chunks = scanner
-            for piece in pieces where exchange != nil { bodyArrived(piece) }
-            if scanner.isDone, exchange != nil { requestEnded() }
+            exchange.chunks = scanner
+            for piece in pieces where self.exchange === exchange { bodyArrived(piece) }
+            if scanner.isDone, self.exchange === exchange { requestEnded() }
         case .none, .untilClose:
             requestEnded()
         }
@@ -197,15 +197,15 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     private func requestEnded() {
-        guard exchange != nil else { return }
-        exchange!.requestComplete = true
+        guard let exchange else { return }
+        exchange.requestComplete = true
         answerBegins()
-        if !exchange!.streaming {
+        if !exchange.streaming {
             dispatch()
-        } else if let upstream = exchange!.upstream, exchange!.upstreamHeadSent {
-            if exchange!.framing == .chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
+        } else if let upstream = exchange.upstream, exchange.upstreamHeadSent {
+            if exchange.framing == .chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
             upstream.handler.flush()
-            exchange!.upstreamRequestComplete = true
+            exchange.upstreamRequestComplete = true
         }
     }
 

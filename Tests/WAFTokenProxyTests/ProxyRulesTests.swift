@@ -159,6 +159,7 @@ struct ProxyRulesTests {
         arguments: [
             ("/api/../admin", "/base/admin"), ("/a/./b/../c", "/base/a/c"), ("/../../x", "/base/x"), ("/a/..", "/base/"), ("/a/.", "/base/a/"),
             ("/a/b?q=/../x", "/base/a/b?q=/../x"), ("http://elsewhere/a/../b", "/base/b"), ("/a%2ex/b", "/base/a%2ex/b"),
+            ("/a//b?c=%2e%2e", "/base/a//b?c=%2e%2e"),
             ("/api/%2e%2e/admin", nil), ("/api/%2E/x", nil), ("/api/.%2e/x", nil), ("/api%2F..%2Fadmin", nil), ("/a/%5c", nil), ("/a\\b", nil),
         ] as [(String, String?)])
     func TENANT8_dotSegments(target: String, expected: String?) throws {

@@ -30,48 +30,35 @@ nginx_config upstream 1 "    server {
         location / { return 200 \"ok\\n\"; }
         location = /auth { add_header X-Aws-Waf-Token $token; add_header Cookie \"aws-waf-token=$token\"; return 200; }
     }"
+# auth_server SOCKET AUTH_PASS [LINE]: a server that lets each request through auth_request to
+# AUTH_PASS and forwards it with the cookie the answer sets (as deploy/nginx/waf-tokend.conf).
+auth_server() {
+    echo "    server {
+        listen unix:$work/$1.sock;
+        location / {
+            auth_request /.waf-token;
+            auth_request_set \$waf_cookie \$upstream_http_cookie;
+            proxy_set_header Cookie \$waf_cookie;
+            proxy_pass http://api;
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }
+        location = /.waf-token {
+            internal;
+            proxy_pass $2;
+            proxy_pass_request_body off;
+            proxy_set_header Content-Length \"\";${3:+
+            $3}
+            proxy_http_version 1.1;
+            proxy_set_header Connection \"\";
+        }
+    }"
+}
 nginx_config front 1 "    upstream api { server 127.0.0.1:$port; keepalive 128; }
     upstream waf_tokend { server unix:$work/token.sock; keepalive 32; }
-    server {
-        listen unix:$work/auth.sock;
-        location / {
-            auth_request /.waf-token;
-            auth_request_set \$waf_cookie \$upstream_http_cookie;
-            proxy_set_header Cookie \$waf_cookie;
-            proxy_pass http://api;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-        }
-        location = /.waf-token {
-            internal;
-            proxy_pass http://waf_tokend/v1/auth;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length \"\";
-            proxy_set_header X-Original-URI \$request_uri;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-        }
-    }
+$(auth_server auth http://waf_tokend/v1/auth 'proxy_set_header X-Original-URI $request_uri;')
     # The ceiling: auth_request to a location nginx answers itself, with the same headers.
-    server {
-        listen unix:$work/ceiling.sock;
-        location / {
-            auth_request /.waf-token;
-            auth_request_set \$waf_cookie \$upstream_http_cookie;
-            proxy_set_header Cookie \$waf_cookie;
-            proxy_pass http://api;
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-        }
-        location = /.waf-token {
-            internal;
-            proxy_pass http://api/auth;
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length \"\";
-            proxy_http_version 1.1;
-            proxy_set_header Connection \"\";
-        }
-    }
+$(auth_server ceiling http://api/auth)
     server {
         listen unix:$work/fixed.sock;
         location / {

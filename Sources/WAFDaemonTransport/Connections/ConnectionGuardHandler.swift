@@ -37,8 +37,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     private var held: ByteBuffer?
     /// The idle or the request timeout, whichever the phase runs.
     private let timeout = MovingTimeout()
-    private var closeWhenIdle = false
-    /// After a stop began, until when a kept-alive connection between requests may still send one.
+    /// After a stop began (nil before), until when a kept-alive connection between requests may
+    /// still send one; once it began, a connection closes when its answer is done.
     private var drainUntil: NIODeadline?
     /// The uid the listener's limits counted this connection for.
     private var admitted: UInt32?
@@ -128,7 +128,6 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         if let stop = event as? ServerShutdownEvent {
             // Graceful stop: what is under way is answered, then closed; a connection between
             // requests gets the drain window for its next one.
-            closeWhenIdle = true
             drainUntil = min(context.eventLoop.now + stop.drainWindow, stop.deadline)
             if phase == .idle { armTimer(context) }
         }
@@ -147,7 +146,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
             phase = .serving
         case .responseFinished(let partial):
             phase = partial ? .receiving : .idle
-            if closeWhenIdle && !partial {
+            if drainUntil != nil && !partial {
                 closeCleanly(context)
                 promise?.succeed(())
                 return

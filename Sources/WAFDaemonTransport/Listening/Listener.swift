@@ -106,8 +106,7 @@ package final class Listener: Sendable {
         let (channel, ownedPath) = state.withLockedValue { ($0.channel, $0.ownedPath) }
         try? await channel?.close()
         if let ownedPath { unlink(ownedPath) }
-        let (seconds, attoseconds) = grace.components
-        let event = ServerShutdownEvent(deadline: .now() + .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
+        let event = ServerShutdownEvent(deadline: .now() + TimeAmount(grace))
         let open = state.withLockedValue { state in
             state.stopping = event
             return Array(state.connections.values)

@@ -39,11 +39,9 @@ final class APIHandler: ChannelInboundHandler {
     private var answerTimer: Scheduled<Void>?
     /// The request being answered: an answer that arrives for an older one (after a timeout) is dropped.
     private var requestNumber: UInt64 = 0
-    private var awaitingAnswer = false
-    /// The request that waits for a later answer, to be told when the daemon stops.
-    private var pendingHead: HTTPRequestHead?
-    /// What the request that waits gets when the daemon's stop comes first: what it has then.
-    private var pendingAtStop: (answer: @Sendable () -> HTTPReply, endpoint: String)?
+    /// The request that waits for a later answer, and what it gets when the daemon's stop comes
+    /// first: what there is then.
+    private var waiting: (head: HTTPRequestHead, endpoint: String, atStop: @Sendable () -> HTTPReply)?
     var stream: UInt64?
 
     init(api: APIContext, connection: ConnectionState, restartDecoder: @escaping () -> Void) {
@@ -90,7 +88,7 @@ final class APIHandler: ChannelInboundHandler {
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ServerShutdownEvent, stream != nil {
             finishStream(context)
-        } else if let stop = event as? ServerShutdownEvent, awaitingAnswer, let head = pendingHead, let (answer, endpoint) = pendingAtStop {
+        } else if let stop = event as? ServerShutdownEvent, let (head, endpoint, answer) = waiting {
             // It goes on waiting, and gets what there is when the stop's deadline comes.
             let number = requestNumber
             let due = max(context.eventLoop.now, stop.deadline - Self.stopMargin)
@@ -167,11 +165,9 @@ final class APIHandler: ChannelInboundHandler {
 
     /// Writes a complete answer, then tells the connection's guard the request is done.
     func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, endpoint: String, close: Bool = false) {
-        awaitingAnswer = false
+        waiting = nil
         answerTimer?.cancel()
         answerTimer = nil
-        pendingHead = nil
-        pendingAtStop = nil
         guard context.channel.isActive else { return }
         let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
         var headers = HTTPHeaders(response.headers)
@@ -199,9 +195,7 @@ final class APIHandler: ChannelInboundHandler {
         timeout: TimeAmount? = nil, onTimeout: HTTPReply? = nil, atStop: @escaping @Sendable () -> HTTPReply = { APIHandler.stopping }
     ) -> @Sendable (HTTPReply) -> Void {
         let number = requestNumber
-        awaitingAnswer = true
-        pendingHead = head
-        pendingAtStop = (atStop, endpoint)
+        waiting = (head, endpoint, atStop)
         // Weakly: the provider may hold the answer for a while (a stalled token service), and a
         // client gone meanwhile must not be kept alive by it.
         let bound = NIOLoopBound(AnswerTarget(handler: self, context: context), eventLoop: context.eventLoop)
@@ -232,7 +226,7 @@ final class APIHandler: ChannelInboundHandler {
     private func answerIfCurrent(
         _ number: UInt64, _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, _ endpoint: String
     ) {
-        guard awaitingAnswer, number == requestNumber else { return }
+        guard waiting != nil, number == requestNumber else { return }
         respond(context, head, response, endpoint: endpoint)
     }
 

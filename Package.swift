@@ -284,6 +284,7 @@ let package = Package(
                 "WAFTestTraits", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport", "WAFProviderRegistry",
                 "WAFTokenCore",
                 "WAFTokenCoreTestKit", logging, .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ] + nio,
             swiftSettings: strict),
         // The daemon end to end: the real waf-tokend and local token services as child processes.

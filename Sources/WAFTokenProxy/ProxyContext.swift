@@ -52,7 +52,7 @@ final class ProxyContext: ConnectionGuardContext {
 
     init(
         entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
-        metrics: any ProxyMetrics, logger: Logger
+        metrics: any ProxyMetrics, logger: Logger, connector: UpstreamPools.Connector? = nil
     ) throws(ProxyFailure) {
         self.entry = entry
         self.loopGate = loopGate
@@ -61,7 +61,7 @@ final class ProxyContext: ConnectionGuardContext {
         requestCounters = metrics.proxyRequestCounters(provider: entry.name)
         upstreamTimer = metrics.upstreamTimer(provider: entry.name)
         current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1))
-        pools = UpstreamPools(group: group)
+        pools = UpstreamPools(group: group, connector: connector)
     }
 
     var route: Route { current.withLockedValue { $0 } }

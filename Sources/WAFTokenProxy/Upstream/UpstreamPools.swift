@@ -21,12 +21,18 @@ struct UpstreamConnection {
 /// Kept-alive upstream connections, one pool per event loop: a request takes a connection of its
 /// own loop, so that nothing crosses threads and no lock is taken per request.
 final class UpstreamPools: Sendable {
+    /// Makes a new connection to the route's upstream on the loop given.
+    typealias Connector = @Sendable (ProxyContext.Route, any EventLoop) -> EventLoopFuture<Acquired>
+
     private let pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>]
+    private let connector: Connector
 
     static let maximumIdlePerLoop = 256
     static let idleTimeout = TimeAmount.seconds(55)
 
-    init(group: any EventLoopGroup) {
+    /// `connector`: a test's scripted upstream in place of TCP.
+    init(group: any EventLoopGroup, connector: Connector? = nil) {
+        self.connector = connector ?? Self.connect
         var pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>] = [:]
         for loop in group.makeIterator() {
             pools[ObjectIdentifier(loop)] = .makeBoxSendingValue(Pool(), eventLoop: loop)
@@ -50,7 +56,7 @@ final class UpstreamPools: Sendable {
                 connection.channel.close(promise: nil)
             }
         }
-        return connect(route, on: eventLoop)
+        return connector(route, eventLoop)
     }
 
     /// Back into the pool, for the next request on this loop; closed when the pool is full, when
@@ -81,7 +87,7 @@ final class UpstreamPools: Sendable {
         }
     }
 
-    private func connect(_ route: ProxyContext.Route, on eventLoop: any EventLoop) -> EventLoopFuture<Acquired> {
+    @Sendable private static func connect(_ route: ProxyContext.Route, on eventLoop: any EventLoop) -> EventLoopFuture<Acquired> {
         let upstream = route.settings.upstream
         let generation = route.generation
         let tls = route.tls

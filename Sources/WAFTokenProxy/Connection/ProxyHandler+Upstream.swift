@@ -4,16 +4,12 @@ import NIOHTTP1
 /// Sending the request upstream, and the upstream's answer: passed on as it arrives, or, for a
 /// challenge, kept while a new token is found and the request replayed once.
 extension ProxyHandler: UpstreamDelegate {
-    /// A challenge's answer is kept up to this size to be passed on unchanged if no replay
-    /// happens; a larger one is passed on at once.
-    static let maximumHeldChallenge = 1 << 20
-
     // MARK: Sending it upstream
 
     /// The request is ready to go (complete, or streaming): a token, a connection, then the bytes.
     func dispatch() {
         guard let context, let exchange else { return }
-        exchange.phase = .waitingForToken
+        machine.dispatching()
         let token = proxy.token(for: exchange.route)
         if token == nil, exchange.route.settings.tokenWait > .zero {
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
@@ -28,7 +24,7 @@ extension ProxyHandler: UpstreamDelegate {
     func connect(token: String?, fresh: Bool = false) {
         guard let context, let current = exchange else { return }
         current.sentToken = token
-        current.phase = .connecting
+        machine.connecting()
         let route = current.route
         proxy.pools.acquire(route, on: context.eventLoop, fresh: fresh).assumeIsolated().whenComplete { [self] result in
             switch result {
@@ -50,28 +46,21 @@ extension ProxyHandler: UpstreamDelegate {
     }
 
     private func attach(_ connection: UpstreamConnection) {
-        guard context != nil, let exchange else { return }
+        guard context != nil, let exchange, let attach = machine.upstreamAttached(reused: connection.reused) else { return }
         connection.handler.delegate = self
         connection.handler.expectAnswer(toHead: exchange.head.isHead, decodeChunks: exchange.head.minorVersion == 0)
         exchange.upstream = connection
-        exchange.phase = exchange.requestComplete || !exchange.streaming ? .awaitingAnswer : .receiving
-        let framing = exchange.framing
+        let framing = attach.framing
         var request = connection.channel.allocator.buffer(capacity: exchange.head.bytes.readableBytes + 512)
         ProxyRules.writeUpstreamHead(
             exchange.head, target: exchange.target, upstream: exchange.route.settings.upstream, token: exchange.sentToken,
             placement: exchange.route.settings.tokenIn,
             cookieApplies: proxy.provider.cookieManager.applies(toPath:), framing: framing, into: &request)
         connection.handler.send(request)
-        if exchange.body.readableBytes > 0 {
-            send(exchange.body, to: connection, framing: framing)
-            // A streamed body's bytes are gone once sent; a kept one stays for a replay.
-            if exchange.streaming { exchange.body.clear() }
-        }
-        exchange.upstreamHeadSent = true
-        if exchange.requestComplete {
-            if framing == .chunked { connection.handler.send(connection.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
-            exchange.upstreamRequestComplete = true
-        }
+        if attach.sendKept { send(exchange.body, to: connection, framing: framing) }
+        // A streamed body's bytes are gone once sent; a kept one stays for a replay.
+        if attach.dropKept { exchange.body.clear() }
+        if attach.endChunked { connection.handler.send(connection.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
         connection.handler.flush()
         exchange.sentAt = .now()
         armStallTimer(exchange)
@@ -83,51 +72,45 @@ extension ProxyHandler: UpstreamDelegate {
     var wantsUpstreamReads: Bool { context?.channel.isWritable ?? true }
 
     func upstream(_ part: UpstreamHandler.Part) {
-        guard let exchange else { return }
-        switch (part, exchange.phase) {
-        case (.head(let head, let framing), .awaitingAnswer), (.head(let head, let framing), .receiving):
+        guard let exchange, let context else { return }
+        switch part {
+        case .head(let head, let framing):
+            let clientFraming = ProxyRules.clientFraming(framing, clientMinorVersion: exchange.head.minorVersion)
+            let challenge = ProxyRules.isChallenge(head)
+            switch machine.answerHeadArrived(challenge: challenge, clientFraming: clientFraming) {
+            case .fail: return upstreamFailed(.closed, nil)
+            case .hold: exchange.held = .init(head: head, framing: framing, body: context.channel.allocator.buffer(capacity: 0))
+            case .pass, .passHeld: sendHead(head, framing)
+            }
             stopStallTimer()
             proxy.upstreamTimer.recordNanoseconds((NIODeadline.now() - exchange.sentAt).nanoseconds)
-            exchange.clientFraming = ProxyRules.clientFraming(framing, clientMinorVersion: exchange.head.minorVersion)
-            let challenge = ProxyRules.isChallenge(head)
             if challenge {
                 proxy.board.challenges.add(1, ordering: .relaxed)
                 proxy.metrics.countProxyEvent(provider: proxy.providerName, "challenge")
             }
-            if challenge, exchange.replayable, !exchange.replayed {
-                exchange.phase = .holdingChallenge(.init(head: head, framing: framing, body: context!.channel.allocator.buffer(capacity: 0)))
-            } else {
-                exchange.phase = .answering
-                sendHead(head, framing, exchange)
+            armStallTimer(exchange)
+        case .body(var bytes):
+            switch machine.answerBodyArrived(bytes.readableBytes) {
+            case .fail:
+                return upstreamFailed(.closed, nil)
+            case .pass:
+                context.write(wrapOutboundOut(bytes), promise: nil)
+            case .hold:
+                exchange.held?.body.writeBuffer(&bytes)
+            case .passHeld:
+                guard var held = exchange.held else { return upstreamFailed(.closed, nil) }
+                exchange.held = nil
+                held.body.writeBuffer(&bytes)
+                sendHead(held.head, held.framing)
+                context.write(wrapOutboundOut(held.body), promise: nil)
             }
             armStallTimer(exchange)
-        case (.body(var bytes), .holdingChallenge(var answer)):
-            answer.body.writeBuffer(&bytes)
-            if answer.body.readableBytes > Self.maximumHeldChallenge {
-                exchange.phase = .answering
-                sendHead(answer.head, answer.framing, exchange)
-                context?.write(wrapOutboundOut(answer.body), promise: nil)
-            } else {
-                exchange.phase = .holdingChallenge(answer)
-            }
-            armStallTimer(exchange)
-        case (.body(let bytes), .answering):
-            context?.write(wrapOutboundOut(bytes), promise: nil)
-            armStallTimer(exchange)
-        case (.end, .holdingChallenge(let answer)):
+        case .end:
+            let end = machine.answerEnded()
+            guard end != .fail else { return upstreamFailed(.closed, nil) }
             stopStallTimer()
             releaseUpstream()
-            challenged(answer)
-            return
-        case (.end, .answering):
-            stopStallTimer()
-            releaseUpstream()
-            finish()
-            return
-        default:
-            // An answer part out of order (an answer before the request was sent): not reusable.
-            upstreamFailed(.closed, nil)
-            return
+            if end == .challenged { challenged() } else { finish() }
         }
     }
 
@@ -140,31 +123,26 @@ extension ProxyHandler: UpstreamDelegate {
     }
 
     func upstreamClosed() {
-        guard let exchange, let upstream = exchange.upstream else { return }
-        if case .answering = exchange.phase {
-            // Part of the answer went out: the client can only learn of the failure by the close.
-            closeClient()
+        guard let exchange else { return }
+        switch machine.upstreamClosed() {
+        case .none:
             return
-        }
-        // A kept-alive connection the upstream closed before this request got there: once more on a
-        // new one, when the request can be sent again.
-        let untouched: Bool = if case .awaitingAnswer = exchange.phase { true } else { false }
-        if untouched, upstream.reused, !exchange.retriedClosedConnection, exchange.replayable {
-            exchange.retriedClosedConnection = true
+        case .closeClient:
+            closeClient()
+        case .retry:
             exchange.upstream = nil
-            exchange.upstreamHeadSent = false
             stopStallTimer()
             connect(token: exchange.sentToken, fresh: true)
-            return
+        case .fail:
+            upstreamFailed(.closed, nil)
         }
-        upstreamFailed(.closed, nil)
     }
 
     /// The upstream connection back to its pool when it carried a whole request and answer.
     func releaseUpstream() {
         guard let context, let exchange, let upstream = exchange.upstream else { return }
         exchange.upstream = nil
-        if exchange.upstreamRequestComplete {
+        if machine.upstreamDetached() {
             proxy.pools.release(upstream, on: context.eventLoop)
         } else {
             upstream.handler.delegate = nil

@@ -4,7 +4,8 @@ import WAFDaemonTransport
 import WAFHTTPWire
 import WAFTokenCore
 
-/// One client connection of the proxy, on raw bytes: each request head is checked strictly
+/// One client connection of the proxy, on raw bytes, and the driver of its
+/// `ProxyConnectionMachine`: the machine decides, this performs. Each request head is checked strictly
 /// (`HTTPHeadParser`, `HTTPFraming`: nothing a server could read differently gets through), sent
 /// to the configured upstream as it came with the token added (`ProxyRules` decide what goes and
 /// what a challenge leads to), and its answer relayed as it arrives. No HTTP codec decodes and
@@ -19,24 +20,18 @@ final class ProxyHandler: ChannelDuplexHandler {
     let proxy: ProxyContext
     private let connection: ConnectionState
     var context: ChannelHandlerContext?
+    /// Every decision about the connection and its request in progress.
+    var machine = ProxyConnectionMachine()
+    /// The request in progress's bytes and upstream: there exactly while `machine.exchange` is.
     var exchange: ProxyExchange?
     /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
     let stall = MovingTimeout()
     private var clientReadPending = false
-    /// Set by an error answered before the request's body was read: the connection cannot go on.
-    var closeAfterAnswer = false
-    /// Nothing more is read from this connection (an error was answered, or it is closing).
-    var closing = false
     /// Bytes from the client not yet taken: a head arriving, body, or the next requests.
     var received: ByteBuffer?
     /// How far the head arriving has been looked through.
     private var headScanned = 0
     private var processing = false
-    /// The guard was told the request is being served: its request timeout, which bounds the head
-    /// and the whole body (TENANT-6), has stopped.
-    var announcedServing = false
-    /// Whether the connection carries another request after the answer in progress.
-    var keepsAfterAnswer = false
 
     init(proxy: ProxyContext, connection: ConnectionState) {
         self.proxy = proxy
@@ -54,7 +49,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     // MARK: The client's requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !closing else { return }
+        guard !machine.closing else { return }
         var bytes = unwrapInboundIn(data)
         if var held = received, held.readableBytes > 0 {
             received = nil
@@ -78,12 +73,12 @@ final class ProxyHandler: ChannelDuplexHandler {
         guard !processing else { return }
         processing = true
         defer { processing = false }
-        while !closing, var bytes = received, bytes.readableBytes > 0 {
+        while !machine.closing, var bytes = received, bytes.readableBytes > 0 {
             received = nil
-            defer { if !closing, bytes.readableBytes > 0 { received = bytes } }
-            if let exchange {
-                guard !exchange.requestComplete else { return }
-                takeBody(&bytes, exchange)
+            defer { if !machine.closing, bytes.readableBytes > 0 { received = bytes } }
+            if let exchange, let request = machine.exchange {
+                guard !request.requestComplete else { return }
+                takeBody(&bytes, exchange, request.framing)
             } else {
                 guard takeHead(&bytes) else { return }
             }
@@ -127,24 +122,27 @@ final class ProxyHandler: ChannelDuplexHandler {
         case .success(let normalized): target = normalized
         case .failure(let refusal): return refuse(refusal.reply)
         }
-        let plan = ProxyRules.bodyPlan(framing, replayBufferBytes: route.settings.replayBufferBytes)
-        exchange = ProxyExchange(route: route, head: head, target: target, framing: framing, plan: plan, allocator: context.channel.allocator)
-        // A request the upstream will see as asking for an upgrade it cannot get: answered, then closed.
-        if head.contains("upgrade") { closeAfterAnswer = true }
-        // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
-        if framing != .none, head.lists("expect", "100-continue") {
-            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
+        let replayLimit = route.settings.replayBufferBytes
+        exchange = ProxyExchange(route: route, head: head, target: target, framing: framing, allocator: context.channel.allocator)
+        let begin = machine.requestBegan(
+            framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
+            upgrade: head.contains("upgrade"), expectsContinue: framing != .none && head.lists("expect", "100-continue"), replayLimit: replayLimit)
+        switch begin {
+        case .serve:
+            answerBegins()
+            dispatch()
+        case .readBody(let sendContinue), .dispatchAndStream(let sendContinue):
+            // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
+            if sendContinue {
+                context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
+            }
+            if case .dispatchAndStream = begin { dispatch() }
         }
-        if framing == .none { answerBegins() }
-        if plan == .stream || framing == .none { dispatch() }
     }
 
-    /// The request is complete or its answer begins: from now on the guard's request timeout does
-    /// not run (a 408 must never be written over an answer). Until then it bounds the head and the
-    /// body together, so that a body which drips is cut like a head which drips (TENANT-6).
+    /// The request is complete or its answer begins (`ProxyConnectionMachine.servingBegins`).
     func answerBegins() {
-        guard !announcedServing, let context else { return }
-        announcedServing = true
+        guard let context, machine.servingBegins() else { return }
         context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
     }
 
@@ -155,8 +153,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     /// `exchange` is the one in progress; what it sets off may end it (`self.exchange` is then nil).
-    private func takeBody(_ bytes: inout ByteBuffer, _ exchange: ProxyExchange) {
-        switch exchange.requestFraming {
+    private func takeBody(_ bytes: inout ByteBuffer, _ exchange: ProxyExchange, _ framing: HTTPFraming) {
+        switch framing {
         case .length:
             let piece = bytes.readSlice(length: min(exchange.bodyLeft, bytes.readableBytes)) ?? ByteBuffer()
             exchange.bodyLeft -= piece.readableBytes
@@ -173,7 +171,7 @@ final class ProxyHandler: ChannelDuplexHandler {
                 bytes.moveReaderIndex(forwardBy: used)
             } catch {
                 bytes.clear()
-                return exchange.upstreamHeadSent ? closeClient() : refuse(error)
+                return machine.requestReachedUpstream ? closeClient() : refuse(error)
             }
             exchange.chunks = scanner
             for piece in pieces where self.exchange === exchange { bodyArrived(piece) }
@@ -185,27 +183,32 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func bodyArrived(_ piece: ByteBuffer) {
         guard let exchange else { return }
-        if exchange.streaming, let upstream = exchange.upstream, exchange.upstreamHeadSent {
-            send(piece, to: upstream, framing: exchange.framing)
-            return
+        switch machine.bodyArrived(piece.readableBytes) {
+        case .forward:
+            if let upstream = exchange.upstream, let framing = machine.exchange?.upstreamFraming { send(piece, to: upstream, framing: framing) }
+        case .keep:
+            var piece = piece
+            exchange.body.writeBuffer(&piece)
+        case .keepAndDispatch:
+            var piece = piece
+            exchange.body.writeBuffer(&piece)
+            dispatch()
         }
-        var piece = piece
-        exchange.body.writeBuffer(&piece)
-        let overflow = !exchange.streaming && exchange.body.readableBytes > exchange.route.settings.replayBufferBytes
-        if overflow { exchange.streaming = true }
-        if overflow { dispatch() }
     }
 
     private func requestEnded() {
         guard let exchange else { return }
-        exchange.requestComplete = true
+        let end = machine.requestEnded()
         answerBegins()
-        if !exchange.streaming {
+        switch end {
+        case .dispatch:
             dispatch()
-        } else if let upstream = exchange.upstream, exchange.upstreamHeadSent {
-            if exchange.framing == .chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
+        case .endUpstreamBody(let chunked):
+            guard let upstream = exchange.upstream else { return }
+            if chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
             upstream.handler.flush()
-            exchange.upstreamRequestComplete = true
+        case .wait:
+            break
         }
     }
 
@@ -238,22 +241,17 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     private func refuse(_ reply: HTTPReply) {
-        closeAfterAnswer = true
-        closing = true
+        machine.refuse()
         received = nil
         answerError(reply)
     }
 
     // MARK: Backpressure
 
-    /// Reads from the client wait while a streamed body has nowhere to go, and while requests
-    /// sent ahead of their turn pile up.
     private var wantsClientReads: Bool {
-        guard let exchange else { return true }
-        if exchange.requestComplete { return (received?.readableBytes ?? 0) <= HTTPLimits.maximumHeadBytes }
-        guard exchange.streaming else { return true }
-        guard let upstream = exchange.upstream, exchange.upstreamHeadSent else { return false }
-        return upstream.channel.isWritable
+        machine.wantsClientReads(pilingUp: (received?.readableBytes ?? 0) > HTTPLimits.maximumHeadBytes) {
+            exchange?.upstream?.channel.isWritable ?? false
+        }
     }
 
     func read(context: ChannelHandlerContext) {
@@ -277,14 +275,11 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         // The client left: an upstream connection in the middle of its answer cannot be reused.
-        closing = true
+        _ = machine.closed()
         received = nil
         stall.cancel()
-        if let exchange {
-            exchange.upstream?.handler.delegate = nil
-            exchange.upstream?.channel.close(promise: nil)
-            self.exchange = nil
-        }
+        exchange?.dropUpstream()
+        exchange = nil
         context.fireChannelInactive()
     }
 }

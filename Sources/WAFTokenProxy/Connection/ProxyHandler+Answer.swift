@@ -15,44 +15,39 @@ import Foundation
 extension ProxyHandler {
     // MARK: Challenges
 
-    func challenged(_ answer: ProxyExchange.Answer) {
+    /// A challenge's whole answer is held (`exchange.held`): passed on, replayed, or a refresh first.
+    func challenged() {
         guard let context, let exchange else { return }
-        let decision = ProxyRules.afterChallenge(
-            replayable: exchange.replayable, replayed: exchange.replayed, sentToken: exchange.sentToken,
-            currentToken: proxy.token(for: exchange.route))
-        switch decision {
+        switch machine.challenged(sentToken: exchange.sentToken, currentToken: proxy.token(for: exchange.route)) {
         case .passOn:
-            passOn(answer)
+            passOn()
         case .replay(let token):
             replay(with: token)
         case .refresh:
-            exchange.phase = .refreshing(answer)
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
             proxy.refreshToken(for: exchange.route, timeout: max(exchange.route.settings.tokenWait, .seconds(1)), on: context.eventLoop) { token in
                 let this = handler.value
-                guard let exchange = this.exchange, case .refreshing(let answer) = exchange.phase else { return }
-                switch ProxyRules.afterRefresh(token, sentToken: exchange.sentToken) {
+                guard let exchange = this.exchange else { return }
+                switch this.machine.refreshed(token, sentToken: exchange.sentToken) {
                 case .replay(let token): this.replay(with: token)
-                default: this.passOn(answer)
+                case .passOn, .refresh: this.passOn()
+                case nil: return
                 }
             }
         }
     }
 
     private func replay(with token: String) {
-        guard let exchange else { return }
-        exchange.replayed = true
-        exchange.upstreamHeadSent = false
-        exchange.upstreamRequestComplete = false
+        exchange?.held = nil
         proxy.board.replays.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, "replay")
         connect(token: token)
     }
 
-    private func passOn(_ answer: ProxyExchange.Answer) {
-        guard let exchange else { return }
-        exchange.phase = .answering
-        sendHead(answer.head, answer.framing, exchange)
+    private func passOn() {
+        guard let exchange, let answer = exchange.held else { return }
+        exchange.held = nil
+        sendHead(answer.head, answer.framing)
         if answer.body.readableBytes > 0 { context?.write(wrapOutboundOut(answer.body), promise: nil) }
         finish()
     }
@@ -75,22 +70,15 @@ extension ProxyHandler {
         stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, kind.rawValue)
-        if let upstream = exchange.upstream {
-            upstream.handler.delegate = nil
-            upstream.channel.close(promise: nil)
-        }
-        exchange.upstream = nil
-        if exchange.answering {
-            closeClient()
-            return
+        exchange.dropUpstream()
+        // After an error answer, a request whose body was not all read closes the connection.
+        switch machine.upstreamFailed() {
+        case .none: return
+        case .closeClient: return closeClient()
+        case .answer: break
         }
         let detail = error.map { ": \($0)" } ?? ""
         proxy.logger.warning("proxy: upstream \(kind.rawValue)\(detail)", metadata: ["upstream": "\(exchange.route.settings.upstream.url)"])
-        // The rest of a streamed body is not read: the connection cannot carry another request.
-        if !exchange.requestComplete {
-            closeAfterAnswer = true
-            closing = true
-        }
         switch kind {
         case .timeout:
             answerError(
@@ -112,35 +100,32 @@ extension ProxyHandler {
 
     func answerError(_ reply: HTTPReply) {
         guard let context else { return }
-        if let exchange, let upstream = exchange.upstream {
-            upstream.handler.delegate = nil
-            upstream.channel.close(promise: nil)
-            exchange.upstream = nil
+        if let exchange, exchange.upstream != nil {
+            exchange.dropUpstream()
+            _ = machine.upstreamDetached()
         }
         answerBegins()
-        keepsAfterAnswer = keepsConnection(exchange)
+        let keepAlive = machine.answerHeadGoes(mayKeep: mayKeepConnection)
         count(reply.status)
-        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepsAfterAnswer, allocator: context.channel.allocator)), promise: nil)
+        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepAlive, allocator: context.channel.allocator)), promise: nil)
         finish()
     }
 
-    func sendHead(_ head: HTTPHead, _ framing: HTTPFraming, _ exchange: ProxyExchange) {
-        guard let context else { return }
+    /// The upstream's answer head (or a held one) to the client, framed as the machine decided.
+    func sendHead(_ head: HTTPHead, _ framing: HTTPFraming) {
+        guard let context, let clientFraming = machine.exchange?.clientFraming else { return }
         answerBegins()
-        keepsAfterAnswer = keepsConnection(exchange)
+        let keepAlive = machine.answerHeadGoes(mayKeep: mayKeepConnection)
         count(HTTPResponseStatus(statusCode: head.status))
         var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
-        ProxyRules.writeClientHead(head, framing: framing, clientFraming: exchange.clientFraming, keepAlive: keepsAfterAnswer, into: &bytes)
+        ProxyRules.writeClientHead(head, framing: framing, clientFraming: clientFraming, keepAlive: keepAlive, into: &bytes)
         context.write(wrapOutboundOut(bytes), promise: nil)
     }
 
-    /// Whether the client's connection carries another request after this answer: not when
-    /// either side asked to close, the daemon stops, or a reload took the peer's access away
-    /// (TENANT-3). Decided once, as the answer's head is written, so that the head says what follows.
-    private func keepsConnection(_ exchange: ProxyExchange?) -> Bool {
-        guard let exchange, exchange.keepAlive, !closeAfterAnswer, exchange.clientFraming == .asUpstream, !proxy.shuttingDown.load(ordering: .relaxed)
-        else { return false }
-        return stillAllowed()
+    /// What the machine cannot know by itself: whether the daemon stops, and whether a reload
+    /// took the peer's access away (TENANT-3).
+    private func mayKeepConnection() -> Bool {
+        !proxy.shuttingDown.load(ordering: .relaxed) && stillAllowed()
     }
 
     private func count(_ status: HTTPResponseStatus) {
@@ -160,13 +145,10 @@ extension ProxyHandler {
     /// The answer is complete: the next request, or the connection's end.
     func finish() {
         guard let context else { return }
-        let keepAlive = keepsAfterAnswer
-        keepsAfterAnswer = false
-        announcedServing = false
+        let keepAlive = machine.answerFinished()
         exchange = nil
         // Written out before the guard hears of the end: on a graceful stop it closes at once.
         guard keepAlive else {
-            closing = true
             let written = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
             context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
@@ -183,12 +165,9 @@ extension ProxyHandler {
     /// after part of it went upstream): both sides close.
     func closeClient() {
         stopStallTimer()
-        if let upstream = exchange?.upstream {
-            upstream.handler.delegate = nil
-            upstream.channel.close(promise: nil)
-        }
+        exchange?.dropUpstream()
+        _ = machine.closed()
         exchange = nil
-        closing = true
         context?.close(promise: nil)
     }
 }

@@ -1,0 +1,202 @@
+import CoreMetrics
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOEmbedded
+import Testing
+import WAFTestTraits
+import WAFTokenCore
+import WAFTokenCoreTestKit
+
+@testable import WAFDaemonTransport
+@testable import WAFProviderRegistry
+@testable import WAFTokenProxy
+
+/// `ProxyHandler`, the machine's driver, on `EmbeddedChannel`: a client channel and scripted
+/// upstream channels on one loop, no daemon, no socket.
+@Suite("The proxy's connection handler on EmbeddedChannel", .offPool)
+struct ProxyHandlerTests {
+    /// The upstream connections the proxy made, in order; each an `EmbeddedChannel` with the
+    /// proxy's `UpstreamHandler`. Touched on the test's thread only.
+    final class Upstreams: @unchecked Sendable {
+        let loop: EmbeddedEventLoop
+        var made: [EmbeddedChannel] = []
+        /// Connections that fail to connect, counted down.
+        var unreachable = 0
+
+        init(loop: EmbeddedEventLoop) { self.loop = loop }
+
+        func connect(_ route: ProxyContext.Route) -> EventLoopFuture<UpstreamPools.Acquired> {
+            if unreachable > 0 {
+                unreachable -= 1
+                return loop.makeFailedFuture(IOError(errnoCode: 111, reason: "connect"))
+            }
+            let channel = EmbeddedChannel(handler: UpstreamHandler(generation: route.generation), loop: loop)
+            _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 8080))
+            made.append(channel)
+            return loop.makeSucceededFuture(.init(channel: channel, reused: false))
+        }
+    }
+
+    /// What the handler tells the connection's guard.
+    final class GuardEvents: ChannelOutboundHandler, @unchecked Sendable {
+        typealias OutboundIn = ByteBuffer
+        var events: [String] = []
+
+        func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+            if let event = event as? ConnectionEvent { events.append("\(event)") }
+            promise?.succeed()
+        }
+    }
+
+    /// One client connection through a proxy whose provider holds `token-1`.
+    struct Harness {
+        let loop: EmbeddedEventLoop
+        let upstreams: Upstreams
+        let client: EmbeddedChannel
+        let guardEvents: GuardEvents
+        let proxy: ProxyContext
+        let scheduler: VirtualScheduler
+
+        init(upstream: String = "http://127.0.0.1:8080/base/") throws {
+            let loop = EmbeddedEventLoop()
+            let guardEvents = GuardEvents()
+            let scheduler = VirtualScheduler()
+            self.loop = loop
+            self.guardEvents = guardEvents
+            self.scheduler = scheduler
+            let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            let provider = WAFTokenProvider(
+                configuration: try WAFConfiguration(applicationIntegrationUrl: ProxyRouteTests.first, domainName: "example.com"),
+                fetcher: ScriptedTokenFetcher(scheduler: scheduler), scheduler: scheduler, options: .init(jitter: false, logger: quiet))
+            scheduler.runUntilIdle()
+            let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
+            let upstreams = Upstreams(loop: loop)
+            self.upstreams = upstreams
+            proxy = try ProxyContext(
+                entry: ProviderEntry(name: "default", provider: provider, access: policy),
+                settings: ProxyRouteTests.settings(ProxyRouteTests.first, upstream: upstream),
+                connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), group: loop, loopGate: LoopGate(),
+                metrics: ProxyRouteTests.NoMetrics(), logger: quiet, connector: { route, _ in upstreams.connect(route) })
+            let connection = ConnectionState()
+            connection.peer = PeerCredentials(pid: 1, uid: 1000, gid: 1000)
+            client = EmbeddedChannel(handlers: [guardEvents, ProxyHandler(proxy: proxy, connection: connection)], loop: loop)
+            _ = client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 1))
+        }
+
+        func send(_ text: String) throws {
+            try client.writeInbound(client.allocator.buffer(string: text))
+            loop.run()
+        }
+
+        func answer(_ text: String, on index: Int = 0) throws {
+            try upstreams.made[index].writeInbound(client.allocator.buffer(string: text))
+            loop.run()
+        }
+
+        /// Everything written to `channel` so far, as text.
+        static func written(_ channel: EmbeddedChannel) throws -> String {
+            var text = ""
+            while var bytes = try channel.readOutbound(as: ByteBuffer.self) { text += bytes.readString(length: bytes.readableBytes) ?? "" }
+            return text
+        }
+    }
+
+    static let request = "POST /api/x?q=1 HTTP/1.1\r\nHost: app.example\r\nContent-Length: 5\r\n\r\nhello"
+    static let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    @Test(
+        "A request split at every byte reaches the upstream as one whole request with the token, and its answer split at every byte reaches the client whole"
+    )
+    func splitAtEveryByte() throws {
+        let whole = try Harness()
+        try whole.send(Self.request)
+        let upstreamSees = try Harness.written(whole.upstreams.made[0])
+        #expect(upstreamSees.hasPrefix("POST /base/api/x?q=1 HTTP/1.1\r\n"))
+        #expect(upstreamSees.contains("aws-waf-token=token-1"))
+        #expect(upstreamSees.contains("\r\nContent-Length: 5\r\n") && upstreamSees.hasSuffix("\r\n\r\nhello"))
+        try whole.answer(Self.answer)
+        let clientSees = try Harness.written(whole.client)
+        #expect(clientSees.hasPrefix("HTTP/1.1 200 OK\r\n") && clientSees.hasSuffix("\r\n\r\nok"))
+        #expect(whole.guardEvents.events == ["requestStarted", "responseFinished(partialRequestPending: false)"])
+
+        let request = Array(Self.request.utf8)
+        for split in 1..<request.count {
+            let harness = try Harness()
+            try harness.send(String(decoding: request[..<split], as: UTF8.self))
+            try harness.send(String(decoding: request[split...], as: UTF8.self))
+            #expect(try Harness.written(harness.upstreams.made[0]) == upstreamSees, "request split at \(split)")
+        }
+        let answer = Array(Self.answer.utf8)
+        for split in 1..<answer.count {
+            let harness = try Harness()
+            try harness.send(Self.request)
+            try harness.answer(String(decoding: answer[..<split], as: UTF8.self))
+            try harness.answer(String(decoding: answer[split...], as: UTF8.self))
+            #expect(try Harness.written(harness.client) == clientSees, "answer split at \(split)")
+        }
+    }
+
+    @Test("Kept alive: the next request goes on the pooled upstream connection")
+    func keptAliveAndPooled() throws {
+        let harness = try Harness()
+        try harness.send(Self.request)
+        try harness.answer(Self.answer)
+        _ = try Harness.written(harness.upstreams.made[0])
+        try harness.send("GET /next HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        #expect(harness.upstreams.made.count == 1, "the pool's connection is reused")
+        #expect(try Harness.written(harness.upstreams.made[0]).hasPrefix("GET /base/next HTTP/1.1\r\n"))
+        try harness.answer(Self.answer)
+        #expect(try Harness.written(harness.client).ranges(of: "HTTP/1.1 200 OK").count == 2)
+        #expect(harness.client.isActive)
+    }
+
+    @Test("A challenge with a newer token in the cache is replayed once, on the pooled connection, with the body kept")
+    func challengeReplayed() throws {
+        let harness = try Harness()
+        try harness.send(Self.request)
+        _ = try Harness.written(harness.upstreams.made[0])
+        // The cache moves on while the request is out: the challenge is answered with the newer token.
+        harness.proxy.provider.refreshToken { _, _ in }
+        harness.scheduler.runUntilIdle()
+        try harness.answer("HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nContent-Length: 3\r\n\r\nchl")
+        #expect(try Harness.written(harness.client) == "", "the challenge is held")
+        #expect(harness.upstreams.made.count == 1, "the challenge's whole answer left the connection reusable")
+        let replayed = try Harness.written(harness.upstreams.made[0])
+        #expect(replayed.contains("aws-waf-token=token-2") && replayed.hasSuffix("hello"))
+        try harness.answer(Self.answer)
+        #expect(try Harness.written(harness.client).hasSuffix("ok"))
+    }
+
+    @Test("A challenge whose refresh brings no new token in time reaches the client as the upstream sent it, body and all")
+    func challengePassedOn() throws {
+        let harness = try Harness()
+        try harness.send(Self.request)
+        let challenge = "HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nContent-Length: 9\r\n\r\nchallenge"
+        try harness.answer(String(challenge.prefix(challenge.count - 4)))
+        try harness.answer(String(challenge.suffix(4)))
+        #expect(try Harness.written(harness.client) == "", "held while a new token is asked for")
+        // The token service never answers (its scheduler is not run): the wait for it ends.
+        harness.loop.advanceTime(by: .seconds(60))
+        let passed = try Harness.written(harness.client)
+        #expect(passed.hasPrefix("HTTP/1.1 202 Accepted\r\n") && passed.hasSuffix("\r\n\r\nchallenge"), "\(passed)")
+        #expect(harness.upstreams.made.count == 1, "no replay")
+    }
+
+    @Test("An unreachable upstream is a 502 on a connection that goes on; a close after the answer began closes the client")
+    func upstreamFailures() throws {
+        let harness = try Harness()
+        harness.upstreams.unreachable = 1
+        try harness.send(Self.request)
+        let refused = try Harness.written(harness.client)
+        #expect(refused.hasPrefix("HTTP/1.1 502 "), "\(refused)")
+        #expect(harness.client.isActive, "the request was read whole: the connection goes on")
+
+        try harness.send(Self.request)
+        try harness.answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\npart")
+        _ = harness.upstreams.made[0].close()
+        harness.loop.run()
+        #expect(try Harness.written(harness.client).hasSuffix("part"))
+        #expect(!harness.client.isActive, "the client learns of the failure by the close")
+    }
+}

@@ -15,7 +15,12 @@ public enum ConfigurationLoader {
         if file.unusable { return .failure(WAFConfigurationError(issues: file.issues)) }
         var issues = file.issues
         let commandLine = InMemoryProvider(name: "command line", values: inMemory(sources.commandLine))
-        let environment = EnvironmentVariablesProvider(environmentVariables: sources.environment).prefixKeys(with: ["wafTokend"])
+        // Every key's variable starts with WAF_TOKEND_: without one, the environment is not asked
+        // for each key (the provider encodes each name into a variable's first, a measurable part
+        // of start-up).
+        let environment =
+            sources.environment.keys.contains { $0.hasPrefix("WAF_TOKEND_") }
+            ? EnvironmentVariablesProvider(environmentVariables: sources.environment).prefixKeys(with: ["wafTokend"]) : nil
         let fallbacks = InMemoryProvider(name: "demo mode", values: inMemory(sources.fallbacks))
 
         var provider: [String: WAFSettingValue] = [:]
@@ -51,7 +56,7 @@ public enum ConfigurationLoader {
     /// The value that decides `spec`, and where it came from: the first source that holds it.
     private static func lookup(
         _ spec: KeySpec, file: ConfigurationFile,
-        providers: (commandLine: InMemoryProvider, environment: KeyMappingProvider<EnvironmentVariablesProvider>, fallbacks: InMemoryProvider),
+        providers: (commandLine: InMemoryProvider, environment: KeyMappingProvider<EnvironmentVariablesProvider>?, fallbacks: InMemoryProvider),
         environment: [String: String]
     ) -> (SettingCheck.Given, String)? {
         let key = AbsoluteConfigKey(spec.name.split(separator: ".").map(String.init))
@@ -60,7 +65,7 @@ public enum ConfigurationLoader {
             return text
         }
         if let given = text(providers.commandLine) { return (.text(given), spec.optionName) }
-        if let given = text(providers.environment) { return (.text(given), spec.environmentName) }
+        if let environment = providers.environment, let given = text(environment) { return (.text(given), spec.environmentName) }
         // Empty in the file, an optional key is not set there: lower sources may still set it.
         if let node = file.values[spec.name], !(spec.isOptional && node.isNull) {
             return (.yaml(node), "\(spec.name) in \(file.path)")

@@ -112,19 +112,27 @@ public struct KeySpec: Sendable, Hashable {
     }
 
     /// The words of the dotted camel-case name: `tokenService.caFile` → token, service, ca, file.
+    /// Names are ASCII (the table's test says so), so this works on bytes: with `Character`'s
+    /// Unicode properties it was a measurable part of start-up, where every name is derived.
     private var words: [String] {
         var words: [String] = []
-        for component in name.split(separator: ".") {
-            var word = ""
-            for character in component {
-                if character.isUppercase, let last = word.last, last.isLowercase {
-                    words.append(word)
-                    word = ""
+        var word: [UInt8] = []
+        func isLower(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") }
+        for byte in name.utf8 {
+            if byte == UInt8(ascii: ".") {
+                words.append(String(decoding: word, as: UTF8.self))
+                word.removeAll(keepingCapacity: true)
+            } else if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") {
+                if let last = word.last, isLower(last) {
+                    words.append(String(decoding: word, as: UTF8.self))
+                    word.removeAll(keepingCapacity: true)
                 }
-                word.append(Character(character.lowercased()))
+                word.append(byte + 32)
+            } else {
+                word.append(byte)
             }
-            words.append(word)
         }
+        words.append(String(decoding: word, as: UTF8.self))
         return words
     }
 }

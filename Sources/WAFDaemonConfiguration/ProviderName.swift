@@ -20,6 +20,7 @@ public enum ProviderName {
     /// (`_` as `-`, lower-cased): names hold no `_`, so the split is never ambiguous.
     package static func environmentValues(_ environment: [String: String]) -> [String: [String: (text: String, variable: String)]] {
         let prefix = "WAF_TOKEND_PROVIDERS_"
+        guard environment.keys.contains(where: { $0.hasPrefix(prefix) }) else { return [:] }
         let suffixes = Keys.all.filter(\.perProvider).map { ("_" + $0.environmentSuffix, $0.name) }.sorted { $0.0.count > $1.0.count }
         var values: [String: [String: (text: String, variable: String)]] = [:]
         for (variable, text) in environment where variable.hasPrefix(prefix) && !text.isEmpty {

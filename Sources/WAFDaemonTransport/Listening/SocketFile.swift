@@ -1,5 +1,4 @@
 import NIOCore
-import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -42,18 +41,28 @@ package enum SocketFile {
     }
 
     /// Whether something accepts connections on `path`. Only a refused connection proves a stale
-    /// file; any other failure (no permission, say) leaves the question open.
+    /// file; any other failure (no permission, say) leaves the question open. A plain non-blocking
+    /// connect: a Unix socket answers it at once, and a full backlog (EAGAIN) means a listener.
+    /// (Through NIO it started the shared event loop group's threads at start-up for this alone.)
     package static func probe(_ path: String) async -> Probe {
-        do {
-            let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .connectTimeout(.seconds(2))
-                .connect(unixDomainSocketPath: path).get()
-            try? await channel.close()
-            return .served
-        } catch let error as IOError where error.errnoCode == ECONNREFUSED || error.errnoCode == ENOENT {
-            return .stale
-        } catch {
-            return .unknown(error)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard descriptor >= 0 else { return .unknown(IOError(errnoCode: errno, reason: "socket")) }
+        defer { close(descriptor) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            return .unknown(IOError(errnoCode: ENAMETOOLONG, reason: "connect"))
+        }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        if connected == 0 { return .served }
+        switch errno {
+        case ECONNREFUSED, ENOENT: return .stale
+        case EAGAIN, EINPROGRESS: return .served
+        case let code: return .unknown(IOError(errnoCode: code, reason: "connect"))
         }
     }
 }

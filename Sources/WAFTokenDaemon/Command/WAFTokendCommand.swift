@@ -2,6 +2,10 @@ import ArgumentParser
 import NIOConcurrencyHelpers
 import WAFDaemonConfiguration
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -56,8 +60,12 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     public init() {}
 
     public func sources(environment: [String: String]) -> ConfigurationSources {
-        let providers = Self.providerOptions.withLockedValue { $0 }
-        return ConfigurationSources(commandLine: keys.values.merging(providers) { $1 }, environment: environment, file: config)
+        Self.sources(keys: keys.values, environment: environment, file: config)
+    }
+
+    private static func sources(keys: [String: String], environment: [String: String], file: String?) -> ConfigurationSources {
+        let providers = providerOptions.withLockedValue { $0 }
+        return ConfigurationSources(commandLine: keys.merging(providers) { $1 }, environment: environment, file: file)
     }
 
     /// `--providers.NAME.KEY VALUE` (or `=VALUE`), taken out before ArgumentParser reads the rest:
@@ -67,7 +75,46 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     public static func main() async {
         let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
         providerOptions.withLockedValue { $0 = options }
+        if let plain = plainKeyOptions(rest) {
+            let sources = sources(keys: plain.keys, environment: ProcessInfo.processInfo.environment, file: plain.config)
+            // Not through `exit(withError:)`, which makes ArgumentParser render a message for it.
+            Glibc.exit(await Daemon.run(sources: sources, demo: false))
+        }
         await main(rest)
+    }
+
+    /// The command line of a daemon that only serves, as a unit or a container runs it: nothing
+    /// but `--config` and configuration keys, each once, as `--name value` or `--name=value`. Read
+    /// without ArgumentParser, which took a quarter of start-up's CPU reflecting over a hundred
+    /// options (docs/performance.md, "Start-up in detail"). Nil for anything else (a flag, `--help`,
+    /// an unknown or repeated option, a value that starts with `-`): ArgumentParser reads those, the
+    /// same way, and explains a mistake.
+    static func plainKeyOptions(_ arguments: [String]) -> (config: String?, keys: [String: String])? {
+        guard !arguments.isEmpty else { return (nil, [:]) }
+        var names: [String: String] = ["--config": ""]
+        for spec in Keys.all where spec.topLevel { names[spec.optionName] = spec.name }
+        var config: String?
+        var keys: [String: String] = [:]
+        var seen = Set<String>()
+        var index = 0
+        while index < arguments.count {
+            let argument = arguments[index]
+            let option: String
+            let value: String
+            if let equals = argument.firstIndex(of: "=") {
+                option = String(argument[..<equals])
+                value = String(argument[argument.index(after: equals)...])
+                index += 1
+            } else {
+                guard index + 1 < arguments.count else { return nil }
+                option = argument
+                value = arguments[index + 1]
+                index += 2
+            }
+            guard let name = names[option], seen.insert(option).inserted, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+            if name.isEmpty { config = value } else { keys[name] = value }
+        }
+        return (config, keys)
     }
 
     /// The arguments without the provider options, and those options by dotted key

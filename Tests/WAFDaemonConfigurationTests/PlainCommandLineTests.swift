@@ -1,0 +1,54 @@
+import ArgumentParser
+import Testing
+import WAFTestTraits
+
+@testable import WAFDaemonConfiguration
+@testable import WAFTokenDaemon
+
+/// The serving daemon's command line read without ArgumentParser (`plainKeyOptions`): the same
+/// result as ArgumentParser's, or nil so that ArgumentParser reads it.
+@Suite("The plain command line", .offPool)
+struct PlainCommandLineTests {
+    @Test("Every key name is ASCII letters, digits and dots: the names derived from it work on bytes")
+    func keyNamesAreASCII() {
+        for spec in Keys.all {
+            #expect(
+                spec.name.utf8.allSatisfy {
+                    $0 == UInt8(ascii: ".") || ($0 < 128 && Character(UnicodeScalar($0)).isLetter) || ($0 >= 48 && $0 <= 57)
+                }, "\(spec.name)")
+        }
+        #expect(Keys.tokenServiceCAFile.spec.optionName == "--token-service-ca-file")
+        #expect(Keys.tokenServiceCAFile.spec.environmentName == "WAF_TOKEND_TOKEN_SERVICE_CA_FILE")
+        #expect(Keys.tokenServiceCAFile.spec.propertyName == "tokenServiceCaFile")
+    }
+
+    @Test("Key options and --config, as `--name value` or `--name=value`, read as ArgumentParser reads them")
+    func sameAsArgumentParser() throws {
+        let cases: [[String]] = [
+            [],
+            ["--config", "/etc/w.yaml"],
+            ["--config=/etc/w.yaml", "--domain-name", "example.com", "--socket-path=/run/w/t.sock"],
+            ["--socket-mode", "0660", "--log-level", "debug", "--token-service-ca-file", "/etc/ca.pem"],
+            ["--domain-name=a=b"],
+        ]
+        for arguments in cases {
+            let plain = try #require(WAFTokendCommand.plainKeyOptions(arguments), "\(arguments)")
+            let parsed = try WAFTokendCommand.parse(arguments)
+            #expect(plain.config == parsed.config, "\(arguments)")
+            #expect(plain.keys == parsed.keys.values, "\(arguments)")
+        }
+    }
+
+    @Test("Anything else is left to ArgumentParser: flags, help, unknown, repeated, missing or dash-led values, --")
+    func leftToArgumentParser() {
+        let cases: [[String]] = [
+            ["--demo"], ["--check-config"], ["--once"], ["--help"], ["-h"], ["--version"],
+            ["--no-such-key", "x"], ["--domain-name", "a", "--domain-name", "b"], ["--domain-name"], ["--domain-name="],
+            ["--domain-name", "--socket-path"], ["--log-level=-1"], ["--", "--domain-name", "x"], ["domain-name", "x"],
+            ["--provider", "pay"], ["--print", "cookie"],
+        ]
+        for arguments in cases {
+            #expect(WAFTokendCommand.plainKeyOptions(arguments) == nil, "\(arguments)")
+        }
+    }
+}

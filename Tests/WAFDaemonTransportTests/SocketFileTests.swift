@@ -1,0 +1,71 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Testing
+import WAFTestTraits
+
+@testable import WAFDaemonTransport
+
+/// A socket path left by a crash is replaced; one a live daemon serves is not.
+@Suite("The socket file", .offPool)
+struct SocketFileTests {
+    static func path() -> String { NSTemporaryDirectory() + "waf-socket-file-\(UUID().uuidString.prefix(8)).sock" }
+
+    @Test("Nothing there, or a socket file nobody listens on: stale, and prepare makes room")
+    func stale() async throws {
+        let missing = Self.path()
+        #expect(await SocketFile.probe(missing).isStale)
+        let left = Self.path()
+        // Bound, listened on, closed without unlinking: the file a crashed daemon leaves.
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = Self.address(left)
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(bound == 0 && listen(descriptor, 1) == 0)
+        close(descriptor)
+        #expect(FileManager.default.fileExists(atPath: left))
+        #expect(await SocketFile.probe(left).isStale)
+        try await SocketFile.prepare(left)
+        #expect(!FileManager.default.fileExists(atPath: left), "the stale file is gone")
+    }
+
+    @Test("A socket something listens on, even with its backlog full: served, and prepare refuses it")
+    func served() async throws {
+        let path = Self.path()
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let channel = try await ServerBootstrap(group: group).serverChannelOption(.backlog, value: 0)
+            .serverChannelOption(.autoRead, value: false)
+            .bind(unixDomainSocketPath: path).get()
+        #expect(await SocketFile.probe(path).isServed)
+        // Fill the backlog: the connections are never accepted (no reads on the listener).
+        var held: [Int32] = []
+        for _ in 0..<4 { held.append(try Self.connectNonBlocking(path)) }
+        defer { held.forEach { close($0) } }
+        #expect(await SocketFile.probe(path).isServed, "a full backlog is still a listener")
+        await #expect(throws: ListenerFailure.self) { try await SocketFile.prepare(path) }
+        try await channel.close()
+        try await group.shutdownGracefully()
+    }
+
+    static func connectNonBlocking(_ path: String) throws -> Int32 {
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        var address = address(path)
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return descriptor
+    }
+
+    static func address(_ path: String) -> sockaddr_un {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
+        return address
+    }
+}
+
+extension SocketFile.Probe {
+    var isStale: Bool { if case .stale = self { true } else { false } }
+    var isServed: Bool { if case .served = self { true } else { false } }
+}

@@ -196,7 +196,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
             case .receiving: context.eventLoop.now + settings.requestTimeout
             case .lingering: context.eventLoop.now + Self.linger
             }
-        timeout.move(to: end, on: context.eventLoop) { self.timedOut(context) }
+        timeout.move(to: end, on: context.eventLoop, expired: { self.timedOut(context) })
     }
 
     private func timedOut(_ context: ChannelHandlerContext) {

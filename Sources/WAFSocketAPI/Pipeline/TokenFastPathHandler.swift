@@ -31,6 +31,8 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
     private var pending: ByteBuffer?
     /// Each provider's answers, by name.
     private var caches: [String: TokenResponseCache] = [:]
+    /// The provider answered last, and its cache.
+    private var lastCache: (entry: ProviderEntry, cache: TokenResponseCache)?
     /// The last selector seen (its bytes), the provider it means, and the generation that held.
     private var resolved: (selector: [UInt8], provider: ProviderEntry, generation: UInt64)?
     /// Answers since the last flush to the metrics: with a token (200), without (503), auth (200).
@@ -90,13 +92,12 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
                 return switchToCodec(context)
             }
             guard !stopped, let entry = provider(for: selector) else { return switchToCodec(context) }
-            var cache = caches[entry.name] ?? TokenResponseCache()
+            let cache = cache(for: entry)
             if cache.refresh(
                 entry: entry, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)
             {
                 flushCounts()
             }
-            caches[entry.name] = cache
             guard cache.answersFromCache else { return switchToCodec(context) }
             buffer.moveReaderIndex(forwardBy: length)
             pending = buffer.readableBytes > 0 ? buffer : nil
@@ -164,6 +165,15 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
 
     /// The provider `selector` (a query's bytes, empty for none) means and the peer may use; nil
     /// when the API would refuse the request.
+    /// The entry's answers, by name (a reload makes new entries under the same names).
+    private func cache(for entry: ProviderEntry) -> TokenResponseCache {
+        if let lastCache, lastCache.entry === entry { return lastCache.cache }
+        let cache = caches[entry.name] ?? TokenResponseCache()
+        caches[entry.name] = cache
+        lastCache = (entry, cache)
+        return cache
+    }
+
     private func provider(for selector: [UInt8]) -> ProviderEntry? {
         let generation = api.generation.current
         if let resolved, resolved.generation == generation, resolved.selector == selector { return resolved.provider }

@@ -11,7 +11,9 @@ import Foundation
 
 /// A connection's pre-encoded answers to `GET /v1/token`, rebuilt when the second changes (age and
 /// Date move) or the provider reported anything (new token, pause), so most requests cost a copy.
-struct TokenResponseCache {
+/// A class: the fast path keeps the one it used last and changes it in place, where copying a value
+/// out of a dictionary and back cost retains and a hash per request.
+final class TokenResponseCache {
     private var second = Int.min
     private var generation = UInt64.max
     /// Background refresh is on: `/v1/token` answers from the cache without any I/O (TOK-1).
@@ -22,7 +24,7 @@ struct TokenResponseCache {
 
     /// Brings the answers up to date; returns true when they were rebuilt.
     @discardableResult
-    mutating func refresh(entry: ProviderEntry, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
+    func refresh(entry: ProviderEntry, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
         guard second != self.second || generation != self.generation else { return false }
         self.second = second
         self.generation = generation

@@ -135,7 +135,7 @@ extension ProxyHandler {
 
     func armStallTimer(_ exchange: ProxyExchange) {
         guard let eventLoop = context?.eventLoop else { return }
-        stall.move(to: eventLoop.now + exchange.route.settings.upstreamTimeout, on: eventLoop) { [self] in upstreamTimedOut() }
+        stall.move(to: eventLoop.now + exchange.route.settings.upstreamTimeout, on: eventLoop, expired: { [self] in upstreamTimedOut() })
     }
 
     func stopStallTimer() {

@@ -70,7 +70,7 @@ final class UpstreamPools: Sendable {
             return
         }
         let channel = connection.channel
-        connection.handler.idle.move(to: eventLoop.now + Self.idleTimeout, on: eventLoop) { channel.close(promise: nil) }
+        connection.handler.idle.move(to: eventLoop.now + Self.idleTimeout, on: eventLoop, expired: { channel.close(promise: nil) })
         pool.idle.append(connection)
     }
 

@@ -16,8 +16,8 @@ public enum ConfigurationLoader {
         var issues = file.issues
         let commandLine = InMemoryProvider(name: "command line", values: inMemory(sources.commandLine))
         // Every key's variable starts with WAF_TOKEND_: without one, the environment is not asked
-        // for each key (the provider encodes each name into a variable's first, a measurable part
-        // of start-up).
+        // for each key (the provider turns each key into a variable name to look it up, a
+        // measurable part of start-up).
         let environment =
             sources.environment.keys.contains { $0.hasPrefix("WAF_TOKEND_") }
             ? EnvironmentVariablesProvider(environmentVariables: sources.environment).prefixKeys(with: ["wafTokend"]) : nil

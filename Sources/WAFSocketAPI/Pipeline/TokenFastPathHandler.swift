@@ -163,8 +163,6 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         return answer
     }
 
-    /// The provider `selector` (a query's bytes, empty for none) means and the peer may use; nil
-    /// when the API would refuse the request.
     /// The entry's answers, by name (a reload makes new entries under the same names).
     private func cache(for entry: ProviderEntry) -> TokenResponseCache {
         if let lastCache, lastCache.entry === entry { return lastCache.cache }
@@ -174,6 +172,8 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         return cache
     }
 
+    /// The provider `selector` (a query's bytes, empty for none) means and the peer may use; nil
+    /// when the API would refuse the request.
     private func provider(for selector: [UInt8]) -> ProviderEntry? {
         let generation = api.generation.current
         if let resolved, resolved.generation == generation, resolved.selector == selector { return resolved.provider }

@@ -6,8 +6,9 @@ import WAFProviderRegistry
 import WAFTokenCore
 
 /// The token-injecting proxy on one listening address: each connection gets the socket API's
-/// backpressure and guard (peer check, timeouts), then a `ProxyHandler`, which reads and relays
-/// HTTP itself.
+/// guard (peer check, timeouts), then a `ProxyHandler`, which reads and relays HTTP itself and
+/// keeps its own backpressure both ways (NIO's `BackPressureHandler` in front of it only cost a
+/// pipeline step per event: 3-5% of the proxy's CPU).
 final class ProxyServer: Sendable {
     let context: ProxyContext
     let settings: ProxySettings
@@ -50,7 +51,6 @@ final class ProxyServer: Sendable {
 
     static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {
         let pipeline = channel.pipeline.syncOperations
-        try pipeline.addHandler(BackPressureHandler())
         let connection = ConnectionState()
         try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
         try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))

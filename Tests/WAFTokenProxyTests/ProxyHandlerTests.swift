@@ -38,10 +38,16 @@ struct ProxyHandlerTests {
         }
     }
 
-    /// What the handler tells the connection's guard.
+    /// What the handler tells the connection's guard, and how many reads it lets through.
     final class GuardEvents: ChannelOutboundHandler, @unchecked Sendable {
         typealias OutboundIn = ByteBuffer
         var events: [String] = []
+        var reads = 0
+
+        func read(context: ChannelHandlerContext) {
+            reads += 1
+            context.read()
+        }
 
         func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
             if let event = event as? ConnectionEvent { events.append("\(event)") }
@@ -181,6 +187,20 @@ struct ProxyHandlerTests {
         let passed = try Harness.written(harness.client)
         #expect(passed.hasPrefix("HTTP/1.1 202 Accepted\r\n") && passed.hasSuffix("\r\n\r\nchallenge"), "\(passed)")
         #expect(harness.upstreams.made.count == 1, "no replay")
+    }
+
+    @Test("Requests pipelined past a head's worth while an answer is pending stop the client's reads, which resume when it is done")
+    func pipelinedRequestsStopReads() throws {
+        let harness = try Harness()
+        try harness.send(Self.request)
+        let next = "GET /next HTTP/1.1\r\nHost: app.example\r\nX-Pad: \(String(repeating: "p", count: 1000))\r\n\r\n"
+        // The proxy's own backpressure: no other handler stops reading for it.
+        try harness.send(String(repeating: next, count: 80))
+        let before = harness.guardEvents.reads
+        harness.client.read()
+        #expect(harness.guardEvents.reads == before, "80 KiB waiting behind an unanswered request: no more reads")
+        try harness.answer(Self.answer)
+        #expect(harness.guardEvents.reads > before, "the answer is done and the next request taken: reads resume")
     }
 
     @Test("An unreachable upstream is a 502 on a connection that goes on; a close after the answer began closes the client")

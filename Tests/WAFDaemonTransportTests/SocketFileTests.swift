@@ -18,10 +18,7 @@ struct SocketFileTests {
         let left = Self.path()
         // Bound, listened on, closed without unlinking: the file a crashed daemon leaves.
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = Self.address(left)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = try SocketAddress(unixDomainSocketPath: left).withSockAddr { bind(descriptor, $0, socklen_t($1)) }
         #expect(bound == 0 && listen(descriptor, 1) == 0)
         close(descriptor)
         #expect(FileManager.default.fileExists(atPath: left))
@@ -50,18 +47,8 @@ struct SocketFileTests {
 
     static func connectNonBlocking(_ path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
-        var address = address(path)
-        _ = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        _ = try SocketAddress(unixDomainSocketPath: path).withSockAddr { connect(descriptor, $0, socklen_t($1)) }
         return descriptor
-    }
-
-    static func address(_ path: String) -> sockaddr_un {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8)) }
-        return address
     }
 }
 

@@ -48,17 +48,13 @@ package enum SocketFile {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { return .unknown(IOError(errnoCode: errno, reason: "socket")) }
         defer { close(descriptor) }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
-            return .unknown(IOError(errnoCode: ENAMETOOLONG, reason: "connect"))
+        let address: SocketAddress
+        do {
+            address = try SocketAddress(unixDomainSocketPath: path)
+        } catch {
+            return .unknown(error)
         }
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        if connected == 0 { return .served }
+        if address.withSockAddr({ connect(descriptor, $0, socklen_t($1)) }) == 0 { return .served }
         switch errno {
         case ECONNREFUSED, ENOENT: return .stale
         case EAGAIN, EINPROGRESS: return .served

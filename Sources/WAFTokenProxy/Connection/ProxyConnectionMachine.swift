@@ -39,9 +39,11 @@ struct ProxyConnectionMachine {
         var kept = 0
         /// Bytes of a challenge's answer the driver keeps.
         var held = 0
+        /// An upstream connection is attached; its head was sent with it, so this implies
+        /// `upstreamHeadSent`.
         var hasUpstream = false
         var upstreamReused = false
-        /// The upstream got the request's head (on the current connection).
+        /// The upstream got the request's head (on the current connection, or on one that failed).
         var upstreamHeadSent = false
         /// The upstream got the whole request: only then can its connection be reused.
         var upstreamRequestComplete = false
@@ -139,7 +141,7 @@ struct ProxyConnectionMachine {
 
     mutating func bodyArrived(_ count: Int) -> BodyPiece {
         update { exchange in
-            if exchange.streaming, exchange.hasUpstream, exchange.upstreamHeadSent { return .forward }
+            if exchange.streaming, exchange.hasUpstream { return .forward }
             exchange.kept += count
             guard !exchange.streaming, exchange.kept > exchange.replayLimit else { return .keep }
             exchange.streaming = true
@@ -161,7 +163,7 @@ struct ProxyConnectionMachine {
         update { exchange in
             exchange.requestComplete = true
             if !exchange.streaming { return .dispatch }
-            guard exchange.hasUpstream, exchange.upstreamHeadSent else { return .wait }
+            guard exchange.hasUpstream else { return .wait }
             exchange.upstreamRequestComplete = true
             return .endUpstreamBody(chunked: exchange.upstreamFraming == .chunked)
         } ?? .wait
@@ -176,7 +178,7 @@ struct ProxyConnectionMachine {
         guard let exchange else { return true }
         if exchange.requestComplete { return !pilingUp }
         guard exchange.streaming else { return true }
-        guard exchange.hasUpstream, exchange.upstreamHeadSent else { return false }
+        guard exchange.hasUpstream else { return false }
         return upstreamWritable()
     }
 

@@ -141,12 +141,8 @@ extension ProxyHandler: UpstreamDelegate {
     /// The upstream connection back to its pool when it carried a whole request and answer.
     func releaseUpstream() {
         guard let context, let exchange, let upstream = exchange.upstream else { return }
+        guard machine.upstreamDetached() else { return exchange.dropUpstream() }
         exchange.upstream = nil
-        if machine.upstreamDetached() {
-            proxy.pools.release(upstream, on: context.eventLoop)
-        } else {
-            upstream.handler.delegate = nil
-            upstream.channel.close(promise: nil)
-        }
+        proxy.pools.release(upstream, on: context.eventLoop)
     }
 }

@@ -84,7 +84,7 @@ test-repeat: deps
 # sanitizer, in a build folder of its own. The suites over real HTTP and processes are left out:
 # TSan's slowdown overruns their per-request timeouts, and its runtime trips on their helpers (docs/development.md).
 test-tsan: deps
-	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'WAFTokenCoreTests|WireFormatTests|ProofOfWorkTests|LocalTokenServiceIssuerTests'
+	$(SWIFT) test --sanitize=thread --scratch-path .build-tsan --filter 'WAFTokenCoreTests|WireFormatTests|ProofOfWorkTests|SolveGateTests|LocalTokenServiceIssuerTests'
 
 # Proof-of-work nonces/s on 1 and all cores, beside OpenSSL called from C in the same run.
 bench-pow: deps

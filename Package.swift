@@ -92,6 +92,8 @@ let package = Package(
             name: "WAFChallenge",
             dependencies: [
                 "WAFJSON", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+                // pthread-based locks, for the thread sanitizer (see WAFTokenCore).
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: strict),
         // The provider's fetcher over HTTP, to a real or the local token service, on AsyncHTTPClient.
@@ -226,7 +228,8 @@ let package = Package(
 
         // Where tests run: off the concurrency pool, watched for a blocked pool, within a bound
         // (WAFTestTraits/OffPool.swift). Every suite wears `.offPool`; only test targets use it.
-        .target(name: "WAFTestTraits", swiftSettings: strict),
+        .target(
+            name: "WAFTestTraits", dependencies: [.product(name: "NIOConcurrencyHelpers", package: "swift-nio")], swiftSettings: strict),
 
         // One test target per library module.
         .testTarget(

@@ -1,4 +1,4 @@
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Lets one proof-of-work search run at a time in the process, the others waiting in turn.
 ///
@@ -13,11 +13,11 @@ final class SolveGate: Sendable {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     /// Waits for the gate; throws `CancellationError` if the task is cancelled while it waits.
     func enter() async throws {
-        let id = state.withLock { state -> Int in
+        let id = state.withLockedValue { state -> Int in
             state.nextID += 1
             return state.nextID
         }
@@ -25,7 +25,7 @@ final class SolveGate: Sendable {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 // Cancelled before it got in line, the handler found nothing to cancel: it is
                 // checked here, under the lock, after the flag that precedes the handler is set.
-                let outcome = state.withLock { state -> Bool? in
+                let outcome = state.withLockedValue { state -> Bool? in
                     if Task.isCancelled { return false }
                     if !state.busy {
                         state.busy = true
@@ -41,7 +41,7 @@ final class SolveGate: Sendable {
                 }
             }
         } onCancel: {
-            let cancelled = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+            let cancelled = state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
                 guard let index = state.waiting.firstIndex(where: { $0.id == id }) else { return nil }
                 return state.waiting.remove(at: index).continuation
             }
@@ -51,7 +51,7 @@ final class SolveGate: Sendable {
 
     /// Lets the next waiter in, or opens the gate.
     func leave() {
-        let next = state.withLock { state -> CheckedContinuation<Void, any Error>? in
+        let next = state.withLockedValue { state -> CheckedContinuation<Void, any Error>? in
             guard !state.waiting.isEmpty else {
                 state.busy = false
                 return nil

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import NIOConcurrencyHelpers
 
 #if canImport(Glibc)
 import Glibc
@@ -30,14 +30,14 @@ final class PoolWatcher: Sendable {
         /// The control thread's late wake-ups (over a tick late), from due to woke.
         var controlLate: [ClosedRange<ContinuousClock.Instant>] = []
     }
-    private let state = Mutex(State())
+    private let state = NIOLockedValueBox(State())
 
     init(limit: Duration, control: Bool = true) {
         self.limit = limit
         Task.detached { [self] in
             while true {
                 let due = ContinuousClock.now + Self.tick
-                state.withLock { $0.dueAt = due }
+                state.withLockedValue { $0.dueAt = due }
                 try? await Task.sleep(until: due, clock: .continuous)
                 record(due: due, woke: .now)
             }
@@ -56,7 +56,7 @@ final class PoolWatcher: Sendable {
     /// Records the sleep that was due at `due` and woke at `woke`: a stall when it woke over the
     /// limit later than the control did meanwhile.
     func record(due: ContinuousClock.Instant, woke: ContinuousClock.Instant) {
-        state.withLock { state in
+        state.withLockedValue { state in
             state.dueAt = nil
             let controlLate = state.controlLate.map { Self.overlap($0, due...woke) }.max() ?? .zero
             if woke - due - controlLate > limit { state.stalls.append(Stall(interval: due...woke)) }
@@ -66,7 +66,7 @@ final class PoolWatcher: Sendable {
     /// Records a wake-up of the control thread.
     func recordControl(due: ContinuousClock.Instant, woke: ContinuousClock.Instant) {
         guard woke - due > Self.tick else { return }
-        state.withLock { $0.controlLate.append(due...woke) }
+        state.withLockedValue { $0.controlLate.append(due...woke) }
     }
 
     static func overlap(_ a: ClosedRange<ContinuousClock.Instant>, _ b: ClosedRange<ContinuousClock.Instant>) -> Duration {
@@ -79,10 +79,10 @@ final class PoolWatcher: Sendable {
     func stalls(during interval: ClosedRange<ContinuousClock.Instant>) -> [Stall] {
         let clock = ContinuousClock()
         let giveUp = clock.now + .seconds(60)
-        while let due = state.withLock({ $0.dueAt }), clock.now - due > limit, clock.now < giveUp {
+        while let due = state.withLockedValue({ $0.dueAt }), clock.now - due > limit, clock.now < giveUp {
             usleep(10_000)
         }
-        return Self.overlapping(state.withLock { $0.stalls }, interval)
+        return Self.overlapping(state.withLockedValue { $0.stalls }, interval)
     }
 
     static func overlapping(_ stalls: [Stall], _ interval: ClosedRange<ContinuousClock.Instant>) -> [Stall] {

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Synchronization
 
 /// Which tests ran when: what a stall report and a stopped run name.
@@ -19,23 +20,23 @@ final class RunningTests: Sendable {
         var end: ContinuousClock.Instant?
     }
 
-    private let records = Mutex<[Int: Record]>([:])
-    private let lastID = Atomic<Int>(0)
+    private let records = NIOLockedValueBox<[Int: Record]>([:])
+    private let lastID = Synchronization.Atomic<Int>(0)
 
     func begin(_ name: String) -> Span {
         let id = lastID.add(1, ordering: .relaxed).newValue
         let start = ContinuousClock.now
-        records.withLock { $0[id] = Record(name: name, start: start) }
+        records.withLockedValue { $0[id] = Record(name: name, start: start) }
         return Span(id: id, name: name, start: start)
     }
 
     func end(_ span: Span) {
-        records.withLock { $0[span.id]?.end = .now }
+        records.withLockedValue { $0[span.id]?.end = .now }
     }
 
     /// The tests that ran at some moment of `interval`, in the order they started.
     func names(during interval: ClosedRange<ContinuousClock.Instant>) -> [String] {
-        records.withLock { records in
+        records.withLockedValue { records in
             records.values.filter { $0.start <= interval.upperBound && ($0.end ?? .now) >= interval.lowerBound }
                 .sorted { $0.start < $1.start }.map(\.name)
         }
@@ -43,6 +44,6 @@ final class RunningTests: Sendable {
 
     /// The tests that have not ended.
     func runningNames() -> [String] {
-        records.withLock { records in records.values.filter { $0.end == nil }.sorted { $0.start < $1.start }.map(\.name) }
+        records.withLockedValue { records in records.values.filter { $0.end == nil }.sorted { $0.start < $1.start }.map(\.name) }
     }
 }

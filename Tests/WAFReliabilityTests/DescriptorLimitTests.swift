@@ -49,9 +49,11 @@ struct DescriptorLimitTests {
                 // first crowd's dead connections may meet the limit, and say so, again).
                 #expect(await eventually { daemon.stderr.contains("accepting connections again") && daemon.stderr.contains("listener=\(name)") })
             }
-            // Once per listener and episode, not per refused attempt (there were hundreds).
+            // Once per listener and episode, not per refused attempt (there were hundreds). A slow
+            // machine has more episodes: each dead connection of the crowd still in a backlog is
+            // accepted and closed, and may meet the limit again before the last one is gone.
             let limits = daemon.stderr.components(separatedBy: "at the descriptor limit").count - 1
-            #expect((2...4).contains(limits), "logged \(limits) times")
+            #expect((2...10).contains(limits), "logged \(limits) times")
         }
     }
 }

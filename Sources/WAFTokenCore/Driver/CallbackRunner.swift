@@ -1,5 +1,5 @@
 import Dispatch
-import Synchronization
+import NIOConcurrencyHelpers
 
 /// Runs the provider's callbacks off its state queue (TOK-6): in the order given, on as few
 /// threads as keep them moving.
@@ -27,7 +27,9 @@ final class CallbackRunner: Sendable {
         var lanesOpened = 0
     }
 
-    private let state = Mutex(State())
+    // Not `Synchronization.Mutex`: on Linux its contended lock is handed over by the kernel (a PI
+    // futex), which the thread sanitizer cannot see; `make test-tsan` reported every burst as a race.
+    private let state = NIOLockedValueBox(State())
     private let label: String
     private let watchdog: DispatchQueue
 
@@ -37,7 +39,7 @@ final class CallbackRunner: Sendable {
     }
 
     func run(_ callback: @escaping @Sendable () -> Void) {
-        let lane = state.withLock { state -> DispatchQueue? in
+        let lane = state.withLockedValue { state -> DispatchQueue? in
             state.waiting.append(callback)
             if state.busyLanes == 0 { return takeLane(&state) }
             armWatchdog(&state)
@@ -47,7 +49,7 @@ final class CallbackRunner: Sendable {
     }
 
     /// Lanes opened so far: one for any number of quick callbacks, one more per slow one.
-    var lanesOpened: Int { state.withLock { $0.lanesOpened } }
+    var lanesOpened: Int { state.withLockedValue { $0.lanesOpened } }
 
     private func drain(_ lane: DispatchQueue) {
         lane.async { [self] in
@@ -57,7 +59,7 @@ final class CallbackRunner: Sendable {
 
     /// The next waiting callback for `lane`, or nil when none waits and the lane went idle.
     private func next(releasing lane: DispatchQueue) -> (@Sendable () -> Void)? {
-        state.withLock { state in
+        state.withLockedValue { state in
             guard state.nextWaiting < state.waiting.count else {
                 state.busyLanes -= 1
                 if state.idleLanes.count < Self.idleLanesKept { state.idleLanes.append(lane) }
@@ -91,7 +93,7 @@ final class CallbackRunner: Sendable {
     }
 
     private func watch() {
-        let lane = state.withLock { state -> DispatchQueue? in
+        let lane = state.withLockedValue { state -> DispatchQueue? in
             let from = state.watchedFrom
             state.watchedFrom = nil
             guard state.nextWaiting < state.waiting.count else { return nil }

@@ -118,6 +118,20 @@ cpu_nanoseconds() {
     cat /proc/"$1"/task/*/schedstat | awk '{sum += $1} END {printf "%.0f", sum}'
 }
 
+# cpu_ticks PID...: the user and the system time of these processes (every thread, live or gone),
+# in clock ticks, as "USER SYSTEM". The command name may hold spaces: fields are counted after it.
+cpu_ticks() {
+    for pid in "$@"; do sed 's/.*) //' /proc/"$pid"/stat; done | awk '{u += $12; s += $13} END {print u, s}'
+}
+
+# user_system BEFORE AFTER REQUESTS: "user U, system S" in µs per request, from two cpu_ticks.
+user_system() {
+    read -r u0 s0 <<<"$1"
+    read -r u1 s1 <<<"$2"
+    awk -v u="$((u1 - u0))" -v s="$((s1 - s0))" -v n="$3" -v hz="$(getconf CLK_TCK)" \
+        'BEGIN {printf "user %.1f, system %.1f", u * 1e6 / hz / n, s * 1e6 / hz / n}'
+}
+
 # nginx_config NAME WORKERS BODY: an nginx with BODY in its http block, unprivileged or as root,
 # everything under $work/NAME; its pid is ${pids[-1]}. (As root its workers stay root here: they
 # only read what the master opened.)

@@ -78,9 +78,11 @@ done
 # CPU time and syscalls per request, 16 connections, the daemon and the fastest anchor of the last
 # row, counted by perf (which, unlike strace, barely slows what it counts).
 per_request() {
-    local requests=100000
+    local requests=100000 ticks
+    ticks=$(cpu_ticks "$1")
     read -r cpu calls <<<"$(perf_counts "$1" h2load_run "$2" 16 "$requests" /v1/token)"
     awk -v c="$calls" -v t="$cpu" -v n="$requests" 'BEGIN {printf "%.2f syscalls, %.2f µs CPU", c / n, t * 1000 / n}'
+    echo " ($(user_system "$ticks" "$(cpu_ticks "$1")" "$requests"))"
 }
 echo "per request, 16 connections: waf-tokend $(per_request "$daemon" "$work/token.sock"); $(describe "$fastest") $(per_request "${anchor_pid[$fastest]}" "$work/$fastest.sock") (goal: CPU ≤ 1.5x the anchor's)"
 strace -c -f -q -p "$daemon" -o "$work/strace.out" &

@@ -202,7 +202,7 @@ let package = Package(
             dependencies: ["WAFLocalTokenService", "WAFChallenge", "WAFVersion", .product(name: "ArgumentParser", package: "swift-argument-parser")],
             swiftSettings: strict),
 
-        // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time.
+        // Benchmarks: proof of work against OpenSSL in C; a fleet of providers in virtual time; a relay sketch.
         .executableTarget(
             name: "waf-pow-bench",
             dependencies: [
@@ -211,6 +211,11 @@ let package = Package(
             path: "Benchmarks/waf-pow-bench", swiftSettings: strict),
         .executableTarget(
             name: "waf-fleet-sim", dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"], path: "Benchmarks/waf-fleet-sim", swiftSettings: strict),
+        // The proxy's relay on an epoll loop of its own, without NIO's pipeline: a measuring sketch.
+        .systemLibrary(name: "CEpoll", path: "Benchmarks/CEpoll"),
+        .executableTarget(
+            name: "waf-relay-sketch", dependencies: ["CEpoll", "WAFHTTPWire", .product(name: "NIOCore", package: "swift-nio")],
+            path: "Benchmarks/waf-relay-sketch", swiftSettings: strict),
 
         // What the test targets share: child processes of our executables, certificates, raw
         // sockets, a daemon in front of a local token service.

@@ -5,8 +5,10 @@
 # to the same upstream, a second nginx answering `return 200` on a loopback port, keep-alive on
 # both sides. h2load (HTTP/1.1, keep-alive) at 16 and 64 connections, with one worker each
 # (--proxy-threads 1, worker_processes 1, GOMAXPROCS=1) and with one per core. Each figure is
-# the median of RUNS runs, the three alternating. Also the daemon's memory at rest with the socket
-# and the proxy on, before any load.
+# the median of RUNS runs, the three alternating. With one worker also a fourth: the relay sketch
+# (Benchmarks/waf-relay-sketch), an epoll loop of its own over the proxy's parsers without NIO's
+# pipeline, doing only what the nginx anchor does: what leaving the pipeline would get. Also the
+# daemon's memory at rest with the socket and the proxy on, before any load.
 #
 #   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64")
 set -euo pipefail
@@ -21,7 +23,7 @@ bench_setup proxy
 command -v nginx >/dev/null || { echo "error: nginx is missing (scripts/install-deps.sh bench installs it)" >&2; exit 1; }
 command -v go >/dev/null || { echo "error: go is missing (scripts/install-deps.sh bench installs golang-go)" >&2; exit 1; }
 
-build_release waf-tokend waf-token-service
+build_release waf-tokend waf-token-service waf-relay-sketch
 (cd Benchmarks/go-proxy && GOCACHE="$work/gocache" GOFLAGS=-mod=mod go build -o "$work/go-proxy" .)
 start_service
 
@@ -31,7 +33,8 @@ wait_for "curl -sf http://127.0.0.1:$port/"
 
 echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"
 echo "waf-tokend --proxy-threads N; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') worker_processes N, proxy_pass, keepalive, a fixed Cookie; $(go version | cut -d' ' -f3) ReverseProxy, GOMAXPROCS=N"
-printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s %6s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" "vs Go" goal
+printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s %6s %12s %9s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" \
+    "vs Go" goal "sketch" "vs nginx"
 for workers in $WORKERS; do
     dir=$work/w$workers
     mkdir -p "$dir"
@@ -55,20 +58,33 @@ for workers in $WORKERS; do
     pids+=($!)
     go_pid=$!
     wait_for "grep -q ready $dir/go.out"
-    for socket in proxy nginx go; do wait_for "curl -sf --unix-socket $dir/$socket.sock http://localhost/"; done
+    contenders=(proxy nginx go)
+    if [ "$workers" = 1 ]; then
+        "$bin/waf-relay-sketch" "$dir/sketch.sock" "$port" "$token" >"$dir/sketch.out" &
+        pids+=($!)
+        sketch_pid=$!
+        wait_for "grep -q ready $dir/sketch.out"
+        contenders+=(sketch)
+    fi
+    for socket in "${contenders[@]}"; do wait_for "curl -sf --unix-socket $dir/$socket.sock http://localhost/"; done
     for connections in $CONNECTIONS; do
         declare -A rows=()
-        for socket in proxy nginx go; do h2load_run "$dir/$socket.sock" "$connections" 20000 / >/dev/null; done   # warm-up
+        for socket in "${contenders[@]}"; do h2load_run "$dir/$socket.sock" "$connections" 20000 / >/dev/null; done   # warm-up
         for ((run = 0; run < RUNS; run++)); do
-            for socket in proxy nginx go; do rows[$socket]+="$(h2load_run "$dir/$socket.sock" "$connections" "$REQUESTS" /)"$'\n'; done
+            for socket in "${contenders[@]}"; do rows[$socket]+="$(h2load_run "$dir/$socket.sock" "$connections" "$REQUESTS" /)"$'\n'; done
         done
         median() { median_row $(printf '%s' "${rows[$1]}" | tr ' ' '_') | tr '_' ' '; }
         read -r rate _ p99 <<<"$(median proxy)"
         read -r nrate _ np99 <<<"$(median nginx)"
         read -r grate _ gp99 <<<"$(median go)"
-        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %8.2fx %6s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" "$gp99" \
-            "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
-            "$(awk -v a="$rate" -v b="$grate" 'BEGIN {print a / b}')" "≥0.90x"
+        srate=- sratio=-
+        if [ -n "${rows[sketch]:-}" ]; then
+            read -r srate _ _ <<<"$(median sketch)"
+            sratio=$(awk -v a="$srate" -v b="$nrate" 'BEGIN {printf "%.2fx", a / b}')
+        fi
+        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %8.2fx %6s %12s %9s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" \
+            "$gp99" "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
+            "$(awk -v a="$rate" -v b="$grate" 'BEGIN {print a / b}')" "≥0.90x" "$srate" "$sratio"
     done
     # CPU per request of each proxy (all its threads or processes), 16 connections.
     # With its split into user and system time: the kernel's share is much the same for all three
@@ -83,8 +99,11 @@ for workers in $WORKERS; do
         echo " ($(user_system "$ticks" "$(cpu_ticks "${processes[@]}")" "$REQUESTS"))"
     }
     cpu_of() { local total=0; for pid in "$@"; do total=$((total + $(cpu_nanoseconds "$pid"))); done; echo "$total"; }
+    sketch_cpu=
+    [ "$workers" = 1 ] && sketch_cpu=", sketch $(cpu_per_request "$sketch_pid" "$dir/sketch.sock")"
     echo "         CPU per request (µs, every thread or worker): waf-tokend $(cpu_per_request "$ours_pid" "$dir/proxy.sock")," \
-        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock"), Go $(cpu_per_request "$go_pid" "$dir/go.sock") (goal: ≤ 1.3x nginx's)"
-    kill "$ours_pid" "$nginx_pid" "$go_pid" 2>/dev/null || true
-    wait "$ours_pid" "$nginx_pid" "$go_pid" 2>/dev/null || true
+        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock"), Go $(cpu_per_request "$go_pid" "$dir/go.sock")$sketch_cpu (goal: ≤ 1.3x nginx's)"
+    kill "$ours_pid" "$nginx_pid" "$go_pid" ${sketch_pid:-} 2>/dev/null || true
+    wait "$ours_pid" "$nginx_pid" "$go_pid" ${sketch_pid:-} 2>/dev/null || true
+    sketch_pid=
 done

@@ -1,0 +1,234 @@
+// A measuring sketch, not a product: the proxy's relay on an epoll loop of its own, without NIO's
+// channel pipeline, over the parsers the proxy uses (`HTTPHeadParser`, `HTTPFraming`). It answers
+// one question for docs/performance.md: how close to nginx does leaving the pipeline get?
+//
+// It does what the nginx anchor of `make bench-proxy` does and no more: GET requests without a
+// body, a fixed Cookie put in place of the client's, keep-alive upstream connections pooled,
+// answers framed by Content-Length relayed as they come. No challenges, no timeouts, no tenants,
+// no TLS, no backpressure beyond the socket buffers; a request it cannot take closes its
+// connection.
+//
+//   waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN
+import CEpoll
+import Glibc
+import NIOCore
+import WAFHTTPWire
+
+final class Upstream {
+    let descriptor: Int32
+    var buffer = ByteBuffer()
+    /// Body bytes still to come; nil while the head is awaited.
+    var left: Int?
+    /// The answer under way lets the connection carry another request.
+    var reusable = true
+    var client: Client?
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+}
+
+final class Client {
+    let descriptor: Int32
+    var buffer = ByteBuffer()
+    var upstream: Upstream?
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+}
+
+enum Entry {
+    case listener
+    case client(Client)
+    case upstream(Upstream)
+}
+
+func fail(_ message: String, status: Int32) -> Never {
+    let line = Array((message + "\n").utf8)
+    _ = write(2, line, line.count)
+    exit(status)
+}
+
+let arguments = CommandLine.arguments
+guard arguments.count == 4, let port = UInt16(arguments[2]) else {
+    fail("usage: waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN", status: 2)
+}
+Relay(port: port, token: arguments[3]).run(listeningOn: arguments[1])
+
+final class Relay {
+    let port: UInt16
+    let cookie: [UInt8]
+    let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+    var entries = [Int32: Entry]()
+    var idle: [Upstream] = []
+    var scratch = [UInt8](repeating: 0, count: 64 * 1024)
+
+    init(port: UInt16, token: String) {
+        self.port = port
+        cookie = Array("Cookie: aws-waf-token=\(token)\r\n".utf8)
+    }
+
+    func watch(_ descriptor: Int32, _ entry: Entry) {
+        var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: descriptor))
+        epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+        entries[descriptor] = entry
+    }
+
+    func forget(_ descriptor: Int32) {
+        entries[descriptor] = nil
+        close(descriptor)
+    }
+
+    /// Writes all of `bytes` (a sketch: a full socket buffer waits here).
+    func send(_ descriptor: Int32, _ bytes: ByteBuffer) -> Bool {
+        bytes.withUnsafeReadableBytes { raw in
+            var offset = 0
+            while offset < raw.count {
+                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                if written > 0 {
+                    offset += written
+                } else if written < 0, errno == EAGAIN {
+                    var pending = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
+                    _ = poll(&pending, 1, -1)
+                } else {
+                    return false
+                }
+            }
+            return true
+        }
+    }
+
+    /// Reads what is there into `buffer`; false at the end or on an error.
+    func receive(_ descriptor: Int32, into buffer: inout ByteBuffer) -> Bool {
+        let count = scratch.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+        if count < 0 && errno == EAGAIN { return true }
+        guard count > 0 else { return false }
+        _ = scratch.withUnsafeBytes { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+        return true
+    }
+
+    func connectUpstream() -> Upstream? {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else {
+            close(descriptor)
+            return nil
+        }
+        var one: Int32 = 1
+        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
+        let upstream = Upstream(descriptor: descriptor)
+        watch(descriptor, .upstream(upstream))
+        return upstream
+    }
+
+    /// The next complete request of `client`, if any, sent upstream with the cookie in place.
+    func forward(_ client: Client) -> Bool {
+        guard client.upstream == nil else { return true }
+        let end = try? client.buffer.withUnsafeReadableBytes { try HTTPHeadParser.headEnd($0, limit: 64 * 1024) }
+        guard let end else { return client.buffer.readableBytes < 64 * 1024 }
+        guard let head = try? HTTPHeadParser.request(client.buffer.readSlice(length: end)!),
+            (try? HTTPFraming.request(head)) == HTTPFraming.none,
+            let upstream = idle.popLast() ?? connectUpstream()
+        else { return false }
+        var request = ByteBuffer()
+        request.reserveCapacity(head.bytes.readableBytes + cookie.count)
+        head.bytes.withUnsafeReadableBytes { raw in
+            request.writeBytes(UnsafeRawBufferPointer(rebasing: raw[0..<(head.third.upperBound + 2)]))
+            for field in head.fields where !head.equals(field.name, lowercase: "cookie") && !head.equals(field.name, lowercase: "connection") {
+                request.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.line]))
+                request.writeStaticString("\r\n")
+            }
+        }
+        request.writeBytes(cookie)
+        request.writeStaticString("\r\n")
+        upstream.client = client
+        upstream.left = nil
+        client.upstream = upstream
+        return send(upstream.descriptor, request)
+    }
+
+    /// Relays what the upstream sent; when its answer ended, the next request of the client goes.
+    func relay(_ upstream: Upstream) -> Bool {
+        guard let client = upstream.client else { return false }
+        if upstream.left == nil {
+            let end = try? upstream.buffer.withUnsafeReadableBytes { try HTTPHeadParser.headEnd($0, limit: 64 * 1024) }
+            guard let end else { return true }
+            guard let head = try? HTTPHeadParser.response(upstream.buffer.getSlice(at: upstream.buffer.readerIndex, length: end)!),
+                case .length(let length)? = try? HTTPFraming.response(head, toHead: false)
+            else { return false }
+            upstream.left = length + end
+            upstream.reusable = head.keepAlive
+        }
+        let chunk = upstream.buffer.readSlice(length: min(upstream.left!, upstream.buffer.readableBytes))!
+        upstream.left! -= chunk.readableBytes
+        guard send(client.descriptor, chunk) else { return false }
+        if upstream.left == 0 {
+            guard upstream.buffer.readableBytes == 0 else { return false }
+            upstream.client = nil
+            client.upstream = nil
+            // nginx closes a kept-alive connection after keepalive_requests answers, saying so.
+            if upstream.reusable { idle.append(upstream) } else { forget(upstream.descriptor) }
+            upstream.buffer.clear()
+            return forward(client)
+        }
+        return true
+    }
+
+    func run(listeningOn path: String) {
+        unlink(path)
+        let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard bound == 0, listen(listener, 4096) == 0 else {
+            fail("error: cannot listen on \(path): errno \(errno)", status: 1)
+        }
+        watch(listener, .listener)
+        print("ready")
+        fflush(nil)
+
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        while true {
+            let count = epoll_wait(epoll, &events, Int32(events.count), -1)
+            for index in 0..<max(0, Int(count)) {
+                let descriptor = events[index].data.fd
+                switch entries[descriptor] {
+                case .listener?:
+                    let accepted = accept(listener, nil, nil)
+                    if accepted >= 0 {
+                        _ = fcntl(accepted, F_SETFL, fcntl(accepted, F_GETFL) | O_NONBLOCK)
+                        watch(accepted, .client(Client(descriptor: accepted)))
+                    }
+                case .client(let client)?:
+                    guard receive(descriptor, into: &client.buffer), forward(client) else {
+                        if let upstream = client.upstream { forget(upstream.descriptor) }
+                        forget(descriptor)
+                        continue
+                    }
+                case .upstream(let upstream)?:
+                    guard receive(descriptor, into: &upstream.buffer), relay(upstream) else {
+                        if let client = upstream.client { forget(client.descriptor) }
+                        idle.removeAll { $0 === upstream }
+                        forget(descriptor)
+                        continue
+                    }
+                case nil:
+                    continue
+                }
+            }
+        }
+    }
+}

@@ -97,6 +97,26 @@ struct TokenFastPathHandlerTests {
         #expect(try socket.written().statusCodes == [200, 200, 200, 200, 200])
     }
 
+    @Test("backpressure: no read reaches the socket while the connection cannot write, before and after the switch to the codec")
+    func backpressureHoldsReads() throws {
+        let socket = try EmbeddedSocket()
+        let reads = ReadCounter()
+        try socket.channel.pipeline.syncOperations.addHandler(reads, position: .first)
+        func readWhileBlocked() -> (held: Bool, resumed: Bool) {
+            let before = reads.count
+            socket.channel.isWritable = false
+            socket.channel.pipeline.fireChannelWritabilityChanged()
+            socket.channel.read()
+            let held = reads.count == before
+            socket.channel.isWritable = true
+            socket.channel.pipeline.fireChannelWritabilityChanged()
+            return (held, reads.count == before + 1)
+        }
+        #expect(readWhileBlocked() == (true, true), "on the fast path")
+        #expect(try socket.exchange("GET /v1/status HTTP/1.1\r\n\r\n").statusCodes == [200])
+        #expect(readWhileBlocked() == (true, true), "with the codec behind the fast path")
+    }
+
     @Test("anything but the plain request goes through the codec for good, in order after the plain ones")
     func switchToTheCodec() throws {
         let socket = try EmbeddedSocket()
@@ -113,5 +133,16 @@ struct TokenFastPathHandlerTests {
         #expect(answer.contains("Connection: close"))
         #expect(!answer.contains("token-1"))
         #expect(!socket.isOpen)
+    }
+}
+
+/// Counts the reads that reach the front of the pipeline.
+private final class ReadCounter: ChannelOutboundHandler {
+    typealias OutboundIn = NIOAny
+    private(set) var count = 0
+
+    func read(context: ChannelHandlerContext) {
+        count += 1
+        context.read()
     }
 }

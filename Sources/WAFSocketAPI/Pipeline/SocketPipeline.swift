@@ -4,32 +4,43 @@ import WAFDaemonTransport
 
 /// The handlers of one connection of the socket API, in order, for the server and the tests alike:
 ///
-/// 1. `BackPressureHandler`: no read while the connection cannot write (a client that pipelines
-///    and never reads cannot make the daemon buffer without bound).
-/// 2. `ConnectionGuardHandler`: the peer check (SO_PEERCRED) before anything is answered; idle and
+/// 1. `ConnectionGuardHandler`: the peer check (SO_PEERCRED) before anything is answered; idle and
 ///    request timeouts.
-/// 3. `TokenFastPathHandler`: the plain `GET /v1/token` and `GET /v1/auth`, answered from pre-encoded bytes; anything
-///    else switches the connection to the codec below for good.
-/// 4. `RequestLineTap`, NIOHTTP1's encoder, decoder and pipelining handler; `ProtocolErrorHandler`;
-///    `APIHandler`.
+/// 2. `TokenFastPathHandler`: the plain `GET /v1/token` and `GET /v1/auth`, answered from pre-encoded bytes; anything
+///    else switches the connection to the codec for good. It also keeps the backpressure: no
+///    read while the connection cannot write (a client that pipelines and never reads cannot make
+///    the daemon buffer without bound). On the probes' listener, which has no fast path,
+///    NIO's `BackPressureHandler` does, first in line.
+/// 3. The codec (`addCodec`): `RequestLineTap`, NIOHTTP1's encoder, decoder and pipelining handler;
+///    `ProtocolErrorHandler`; `APIHandler`. Added when the fast path first switches to it, not
+///    before: a connection that only reads tokens never has it, and every read, read completion
+///    and read request of such a connection would otherwise pass through six handlers that do
+///    nothing for it.
 enum SocketPipeline {
     static func configure(_ channel: any Channel, api: APIContext, peer: PeerCredentialsSource = .socket) throws {
         let pipeline = channel.pipeline.syncOperations
         let connection = ConnectionState()
-        try pipeline.addHandler(BackPressureHandler())
-        try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
         // Tokens go out only where the role serves them: never on the probes' port (the auth
         // listener's fast path answers only /v1/auth).
-        if api.role != .probes { try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection)) }
+        if api.role == .probes { try pipeline.addHandler(BackPressureHandler()) }
+        try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
+        if api.role == .probes {
+            try addCodec(channel, api: api, connection: connection)
+        } else {
+            try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection))
+        }
+    }
+
+    /// The codec and the API behind it, at the end of the pipeline.
+    static func addCodec(_ channel: any Channel, api: APIContext, connection: ConnectionState) throws {
         let tap = RequestLineTap()
-        try pipeline.addHandler(tap)
-        try pipeline.addHandler(HTTPResponseEncoder())
         let decoder = makeDecoder()
-        try pipeline.addHandler(decoder)
-        try pipeline.addHandler(HTTPServerPipelineHandler())
-        try pipeline.addHandler(ProtocolErrorHandler(metrics: api.metrics, tap: tap))
         let restart = DecoderRestart(current: decoder)
-        try pipeline.addHandler(APIHandler(api: api, connection: connection, restartDecoder: { restart.run(channel) }))
+        let handlers: [any ChannelHandler] = [
+            tap, HTTPResponseEncoder(), decoder, HTTPServerPipelineHandler(), ProtocolErrorHandler(metrics: api.metrics, tap: tap),
+            APIHandler(api: api, connection: connection, restartDecoder: { restart.run(channel) }),
+        ]
+        try channel.pipeline.syncOperations.addHandlers(handlers)
     }
 
     static func makeDecoder() -> ByteToMessageHandler<HTTPRequestDecoder> {

@@ -15,7 +15,7 @@ import WAFProviderRegistry
 /// in one write. Which provider a selector means, and whether the peer may use it, is decided
 /// once per connection and selector, again when anything was published or reloaded; a request
 /// the API would refuse (unknown provider, 403) goes to the codec, which answers it. The first request it does not
-/// answer switches the connection to the NIOHTTP1 pipeline behind it for good, so framing and
+/// answer switches the connection to the NIOHTTP1 pipeline, added behind it then, for good, so framing and
 /// pipelining stay the codec's business. It answers only while the connection can write: a client
 /// that pipelines without reading gets no more than the socket buffers hold.
 final class TokenFastPathHandler: ChannelDuplexHandler {
@@ -40,6 +40,9 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
     /// The last auth answer, with what it was made of.
     private var lastAuth: (key: [UInt8], second: Int, generation: UInt64, answer: ByteBuffer)?
     private var stopping = false
+    /// Whether the connection could write when last told, and a read asked for meanwhile.
+    private var writable = true
+    private var heldRead = false
 
     init(api: APIContext, connection: ConnectionState) {
         self.api = api
@@ -53,8 +56,24 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         answer(context)
     }
 
+    // Backpressure, for the fast path and the codec behind it alike (NIO's `BackPressureHandler`,
+    // in one handler fewer for every event): no read while the connection cannot write, so a
+    // client that pipelines and never reads cannot make the daemon buffer without bound.
+    func read(context: ChannelHandlerContext) {
+        if writable { context.read() } else { heldRead = true }
+    }
+
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable, !codec, pending != nil { answer(context) }
+        writable = context.channel.isWritable
+        if writable {
+            if !codec, pending != nil { answer(context) }
+            if heldRead {
+                heldRead = false
+                context.read()
+            }
+        } else {
+            context.flush()
+        }
         context.fireChannelWritabilityChanged()
     }
 
@@ -188,6 +207,12 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
 
     private func switchToCodec(_ context: ChannelHandlerContext) {
         codec = true
+        do {
+            try SocketPipeline.addCodec(context.channel, api: api, connection: connection)
+        } catch {
+            pending = nil
+            return context.close(promise: nil)
+        }
         if let held = pending {
             pending = nil
             context.fireChannelRead(wrapInboundOut(held))

@@ -20,14 +20,14 @@ enum SocketPipeline {
     static func configure(_ channel: any Channel, api: APIContext, peer: PeerCredentialsSource = .socket) throws {
         let pipeline = channel.pipeline.syncOperations
         let connection = ConnectionState()
+        let guardHandler = ConnectionGuardHandler(owner: api, connection: connection, peer: peer)
         // Tokens go out only where the role serves them: never on the probes' port (the auth
         // listener's fast path answers only /v1/auth).
-        if api.role == .probes { try pipeline.addHandler(BackPressureHandler()) }
-        try pipeline.addHandler(ConnectionGuardHandler(owner: api, connection: connection, peer: peer))
         if api.role == .probes {
+            try pipeline.addHandlers([BackPressureHandler(), guardHandler])
             try addCodec(channel, api: api, connection: connection)
         } else {
-            try pipeline.addHandler(TokenFastPathHandler(api: api, connection: connection))
+            try pipeline.addHandlers([guardHandler, TokenFastPathHandler(api: api, connection: connection)])
         }
     }
 

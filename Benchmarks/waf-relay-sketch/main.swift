@@ -110,14 +110,8 @@ final class Relay {
 
     func connectUpstream() -> Upstream? {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        guard connected == 0 else {
+        let address = try? SocketAddress(ipAddress: "127.0.0.1", port: Int(port))
+        guard address?.withSockAddr({ connect(descriptor, $0, socklen_t($1)) }) == 0 else {
             close(descriptor)
             return nil
         }
@@ -185,15 +179,8 @@ final class Relay {
     func run(listeningOn path: String) {
         unlink(path)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (index, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[index] = byte }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0, listen(listener, 4096) == 0 else {
+        let address = try? SocketAddress(unixDomainSocketPath: path)
+        guard address?.withSockAddr({ bind(listener, $0, socklen_t($1)) }) == 0, listen(listener, 4096) == 0 else {
             fail("error: cannot listen on \(path): errno \(errno)", status: 1)
         }
         watch(listener, .listener)

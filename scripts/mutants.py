@@ -103,7 +103,7 @@ let package = Package(
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
         ]),
         .target(name: "WAFTokenCoreTestKit", dependencies: ["WAFTokenCore", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
-        .target(name: "WAFTestTraits"),
+        .target(name: "WAFTestTraits", dependencies: [.product(name: "NIOConcurrencyHelpers", package: "swift-nio")]),
         .testTarget(name: "WAFTokenCoreTests", dependencies: [
             "WAFTestTraits", "WAFTokenCore", "WAFTokenCoreTestKit", .product(name: "Logging", package: "swift-log"),
             .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

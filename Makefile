@@ -50,11 +50,12 @@ demo: deps
 
 # The whole suite, as CI runs it, on one debug build (the end-to-end test under systemd installs
 # it; the static release build is tested as a package by test-packages). Every suite runs off the
-# concurrency pool and is watched for a blocked pool (WAFTestTraits); check-pool-watch.sh shows
-# the watcher fires. generate-manual is built here: a test cannot build while swift test runs.
+# concurrency pool, watched for a blocked pool and within a bound (WAFTestTraits); check-watchers.sh shows
+# both watchers fire. generate-manual is built here: a test cannot build while swift test runs.
 test: deps
 	scripts/check-rule-ids.sh
 	scripts/check-suites.sh
+	scripts/check-ports.sh
 	scripts/check-imports.py
 	$(SWIFT) format lint --strict --recursive $(FORMATTED)
 	scripts/check-docs.py
@@ -63,7 +64,7 @@ test: deps
 	$(SWIFT) build --build-tests
 	$(SWIFT) build --product generate-manual
 	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --skip WAFReliabilityTests --skip WAFPackageTests
-	SWIFT=$(SWIFT) scripts/check-pool-watch.sh
+	SWIFT=$(SWIFT) scripts/check-watchers.sh
 	SWIFT=$(SWIFT) scripts/swift-test.sh --skip-build --filter WAFReliabilityTests
 
 # What swift-format (in the toolchain) keeps formatted, by .swift-format; `make test` fails on a

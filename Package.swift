@@ -222,7 +222,8 @@ let package = Package(
         .target(
             name: "WAFTestSupport",
             dependencies: [
-                "WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", "WAFJSON", .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                "WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", "WAFJSON", "WAFTestTraits",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ] + nio,
             swiftSettings: strict),
         // waf-tokend whose provider wedges on purpose, for the watchdog tests only; never installed.

@@ -24,9 +24,8 @@ start_service
 start_daemon "$work/token.sock" --state-directory "$work"
 token=$(curl -sf --unix-socket "$work/token.sock" -H "Accept: text/plain" http://localhost/v1/token)
 
-port=$(free_port)
-nginx_config upstream 1 "    server {
-        listen 127.0.0.1:$port;
+nginx_on_port upstream 1 "    server {
+        listen 127.0.0.1:@PORT@;
         location / { return 200 \"ok\\n\"; }
         location = /auth { add_header X-Aws-Waf-Token $token; add_header Cookie \"aws-waf-token=$token\"; return 200; }
     }"

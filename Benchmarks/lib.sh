@@ -136,9 +136,29 @@ user_system() {
 # everything under $work/NAME; its pid is ${pids[-1]}. (As root its workers stay root here: they
 # only read what the master opened.)
 nginx_config() {
+    nginx_write_config "$1" "$2" "$3" "$work/$1/nginx.conf"
+    nginx -p "$work/$1" -c "$work/$1/nginx.conf" -g 'daemon off;' 2>>"$work/$1/error.log" &
+    pids+=($!)
+}
+
+# nginx_on_port NAME WORKERS BODY: nginx_config with @PORT@ in BODY a loopback port the system
+# chose, bound before nginx starts and passed to it (Benchmarks/nginx-on-port.py): never a port
+# picked as free that something else can take before nginx binds it. Sets port.
+nginx_on_port() {
+    local name=$1
+    nginx_write_config "$name" "$2" "$3" "$work/$name/nginx.conf.in"
+    python3 Benchmarks/nginx-on-port.py "$work/$name/nginx.conf.in" "$work/$name/nginx.conf" "$work/$name/port" -- \
+        nginx -p "$work/$name" -c "$work/$name/nginx.conf" -g 'daemon off;' 2>>"$work/$name/error.log" &
+    pids+=($!)
+    wait_for "test -s $work/$name/port"
+    port=$(cat "$work/$name/port")
+}
+
+# nginx_write_config NAME WORKERS BODY FILE: the configuration nginx_config runs.
+nginx_write_config() {
     local name=$1 workers=$2 body=$3
     mkdir -p "$work/$name"
-    cat >"$work/$name/nginx.conf" <<EOF
+    cat >"$4" <<EOF
 $([ "$(id -u)" -eq 0 ] && echo "user root;")
 worker_processes $workers;
 pid $work/$name/nginx.pid;
@@ -155,11 +175,5 @@ http {
 $body
 }
 EOF
-    nginx -p "$work/$name" -c "$work/$name/nginx.conf" -g 'daemon off;' 2>>"$work/$name/error.log" &
-    pids+=($!)
 }
 
-# free_port: a loopback port nobody listens on now.
-free_port() {
-    python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}

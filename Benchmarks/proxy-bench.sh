@@ -27,8 +27,7 @@ build_release waf-tokend waf-token-service waf-relay-sketch
 (cd Benchmarks/go-proxy && GOCACHE="$work/gocache" GOFLAGS=-mod=mod go build -o "$work/go-proxy" .)
 start_service
 
-port=$(free_port)
-nginx_config upstream 1 "    server { listen 127.0.0.1:$port; location / { return 200 \"ok\\n\"; } }"
+nginx_on_port upstream 1 "    server { listen 127.0.0.1:@PORT@; location / { return 200 \"ok\\n\"; } }"
 wait_for "curl -sf http://127.0.0.1:$port/"
 
 echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"

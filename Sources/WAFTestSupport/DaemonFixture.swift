@@ -1,6 +1,7 @@
 import Foundation
 import WAFChallenge
 import WAFJSON
+import WAFTestTraits
 
 /// A local token service process and a `waf-tokend` process in front of it, for `body`. Both are
 /// stopped afterwards, and everything the daemon printed is checked for every token the service
@@ -26,6 +27,7 @@ public func withDaemon(
         try await body(service, daemon)
     } catch {
         failure = error
+        TestDiagnostics.printReport(reason: "the test threw \(error); its daemon's last lines:")
     }
     await daemon.stop()
     let leak = await expectNoLeaks(daemon, service: service)

@@ -1,5 +1,6 @@
 import Foundation
 import WAFDaemonClient
+import WAFTestTraits
 
 /// A real `waf-tokend` child process in a scratch directory of its own, its stdout and stderr kept
 /// in files so that tests can read what it said (and check that no token is in it).
@@ -56,6 +57,31 @@ public final class DaemonProcess: @unchecked Sendable {
         process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
         try process.run()
+        let pid = process.processIdentifier
+        TestDiagnostics.attach { [stdoutPath, stderrPath] in
+            let said = [stdoutPath, stderrPath].map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined()
+            return "  waf-tokend, pid \(pid), in \(stderrPath): its last lines\n" + lastLines(said)
+        }
+    }
+
+    /// Where a listener of the daemon listens, as bound (`metrics.listen`, `auth.listen`, `socket`):
+    /// from the line it logs once every listener serves, so that a test configures port 0 and
+    /// reads the port the system chose. Fails after 20 s, or when the daemon exits or says "off".
+    public func listening(_ key: String) async throws -> String {
+        let clock = ContinuousClock()
+        let deadline = clock.now + .seconds(20)
+        while clock.now < deadline {
+            if let line = stderr.split(separator: "\n").first(where: { $0.hasSuffix("serving the token API") }),
+                let field = line.split(separator: " ").first(where: { $0.hasPrefix("\(key)=") })
+            {
+                let value = String(field.dropFirst(key.count + 1))
+                guard value != "off" else { break }
+                return value
+            }
+            if !process.isRunning { break }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw DaemonExited(status: process.isRunning ? -1 : process.terminationStatus, stderr: "no address for \(key) in its log: " + stderr)
     }
 
     /// A client of this daemon's socket, made on first use and shut down by `stop()`.

@@ -31,20 +31,3 @@ public func canRead(_ path: String, uid: UInt32, groups: [UInt32] = []) async th
         ["--reuid=\(uid)", "--regid=\(uid)"] + (groups.isEmpty ? ["--clear-groups"] : ["--groups=\(groups.map(String.init).joined(separator: ","))"])
     return try await run("/usr/bin/setpriv", identity + ["/bin/cat", path]).status == 0
 }
-
-/// A TCP port on 127.0.0.1 that nothing listens on now (the kernel's pick for port 0, let go): for
-/// a listener a test configures by address.
-public func freePort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard descriptor >= 0 else { throw POSIXError(.EMFILE) }
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) { pointer in
-        pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-    }
-    guard bound else { throw POSIXError(.EADDRINUSE) }
-    return Int(UInt16(bigEndian: address.sin_port))
-}

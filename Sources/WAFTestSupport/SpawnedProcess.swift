@@ -1,4 +1,5 @@
 import Foundation
+import WAFTestTraits
 
 #if canImport(Glibc)
 import Glibc
@@ -14,8 +15,12 @@ public final class SpawnedProcess: @unchecked Sendable {
     private var status: Int32?
 
     /// Starts `executable` with `arguments`; stdout goes to the file at `output`, and stderr too
-    /// unless `errors` names a file of its own.
-    public init(_ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String, errors: String? = nil) throws {
+    /// unless `errors` names a file of its own. `descriptors` become the child's 3, 4, … (sockets
+    /// a test bound itself, passed as a service manager passes them).
+    public init(
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String, errors: String? = nil,
+        descriptors: [CInt] = []
+    ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -28,7 +33,12 @@ public final class SpawnedProcess: @unchecked Sendable {
         }
         // Nothing else of the test process: a copy of the socket by which Foundation watches one of
         // its own children would hide that child's exit for as long as this one lives.
-        closeFrom(&actions, 3)
+        // A source among the targets would be overwritten before it is copied.
+        precondition(descriptors.allSatisfy { $0 >= 3 + Int32(descriptors.count) }, "pass descriptors above the ones they become")
+        for (index, descriptor) in descriptors.enumerated() {
+            posix_spawn_file_actions_adddup2(&actions, descriptor, 3 + Int32(index))
+        }
+        closeFrom(&actions, 3 + Int32(descriptors.count))
         let environment = (environment ?? ProcessInfo.processInfo.environment).map { "\($0.key)=\($0.value)" }
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
@@ -50,6 +60,11 @@ public final class SpawnedProcess: @unchecked Sendable {
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
         self.pid = pid
+        let name = URL(fileURLWithPath: executable).lastPathComponent
+        TestDiagnostics.attach { [pid] in
+            let said = [output, errors].compactMap { $0 }.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined()
+            return "  \(name), pid \(pid), in \(output): its last lines\n" + lastLines(said)
+        }
     }
 
     public func signal(_ number: Int32) {

@@ -11,18 +11,21 @@ import Glibc
 final class BoundAlarm: @unchecked Sendable {
     private let timer: DispatchSourceTimer
 
-    init(test: String, bound: Duration) {
+    init(test: String, span: Int, bound: Duration) {
         let timer = DispatchSource.makeTimerSource(queue: BoundAlarm.queue)
         self.timer = timer
         timer.schedule(deadline: .now() + .nanoseconds(Int(bound.components.seconds * 1_000_000_000)))
         timer.setEventHandler {
             let running = RunningTests.shared.runningNames().joined(separator: "\n  ")
+            // What the test's helpers say of the processes they started (the daemon's last lines):
+            // the run stops here, and CI's log is all that is left of it.
+            let report = TestDiagnostics.report(for: span)
             let message = """
 
                 ✘ Test "\(test)" did not end within its bound of \(bound) (its .timeLimit, else 5 minutes): \
                 stopping the run. Still running:
                   \(running)
-
+                \(report.isEmpty ? "" : "What its helpers report:\n" + report + "\n")
                 """
             fflush(nil)
             var bytes = Array(message.utf8)

@@ -1,5 +1,9 @@
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The trait every suite wears: `@Suite("Retries", .offPool)`. It keeps tests off the Swift
 /// concurrency pool and makes the pool's starvation a failure instead of a flake.
 ///
@@ -28,12 +32,17 @@ public struct OffPool: TestTrait, SuiteTrait, TestScoping {
         let watcher = PoolWatcher.shared
         let span = RunningTests.shared.begin(test.displayName ?? test.name)
         let bound = Self.bound(of: test)
-        let alarm = BoundAlarm(test: test.displayName ?? test.name, bound: bound)
-        defer { alarm.cancel() }
+        let alarm = BoundAlarm(test: test.displayName ?? test.name, span: span.id, bound: bound)
+        defer {
+            alarm.cancel()
+            TestDiagnostics.forget(span.id)
+        }
         try await OffPool.$inScope.withValue(true) {
-            try await withTaskExecutorPreference(TestExecutor()) {
-                defer { RunningTests.shared.end(span) }
-                try await function()
+            try await TestDiagnostics.$currentTest.withValue(span.id) {
+                try await withTaskExecutorPreference(TestExecutor()) {
+                    defer { RunningTests.shared.end(span) }
+                    try await function()
+                }
             }
         }
         for stall in watcher.stalls(during: span.interval) {
@@ -50,8 +59,10 @@ public struct OffPool: TestTrait, SuiteTrait, TestScoping {
 
     @TaskLocal static var inScope = false
 
-    /// The test's own time limit, or its suite's, else five minutes.
+    /// The test's own time limit, or its suite's, else five minutes; `WAF_TEST_BOUND_SECONDS`
+    /// overrides it (the self-test of the report a stopped run prints, scripts/check-watchers.sh).
     static func bound(of test: Test) -> Duration {
+        if let text = getenv("WAF_TEST_BOUND_SECONDS"), let seconds = Int64(String(cString: text)) { return .seconds(seconds) }
         let limits = test.traits.compactMap { ($0 as? TimeLimitTrait)?.timeLimit }
         return limits.min() ?? .seconds(300)
     }

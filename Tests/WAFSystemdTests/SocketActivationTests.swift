@@ -77,31 +77,35 @@ struct SocketActivationTests {
     func namedSockets() async throws {
         let service = try ServiceProcess()
         let directory = try scratchDirectory("waf-activate")
-        let api = directory.appendingPathComponent("api.sock").path
-        let extra = directory.appendingPathComponent("extra.sock").path
+        let api = try ListeningSocket(unix: directory.appendingPathComponent("api.sock").path)
+        let extra = try ListeningSocket(unix: directory.appendingPathComponent("extra.sock").path)
+        // Bound here on port 0 and passed, as systemd passes a socket unit's: the port is known
+        // before the daemon starts, and nothing else can take it meanwhile.
+        let proxy = try ListeningSocket(tcp: "127.0.0.1")
         let stderr = directory.appendingPathComponent("stderr.log").path
-        let port = try freePort()
-        let activator = try SpawnedProcess(
-            "/usr/bin/systemd-socket-activate",
+        // LISTEN_PID must be the daemon's own pid: the shell learns it and execs the daemon in its place.
+        let activated = try SpawnedProcess(
+            "/bin/sh",
             [
-                "-l", api, "-l", "127.0.0.1:\(port)", "-l", extra, "--fdname=api:proxy-default:stray",
-                productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+                "-c", #"LISTEN_PID=$$ exec "$0" "$@""#, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
                 "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
                 "--socket-path", directory.appendingPathComponent("configured.sock").path,
-                "--proxy-listen", "127.0.0.1:\(port)", "--proxy-allowed-users", "root", "--proxy-upstream", service.origin,
-            ], output: stderr)
-        #expect(await eventually { FileManager.default.fileExists(atPath: api) })
+                "--proxy-listen", proxy.address, "--proxy-allowed-users", "root", "--proxy-upstream", service.origin,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["LISTEN_FDS": "3", "LISTEN_FDNAMES": "api:proxy-default:stray"]) { $1 },
+            output: stderr, descriptors: [api.descriptor, proxy.descriptor, extra.descriptor])
 
-        #expect(try await curl(api, "/v1/token?wait=10").code == 200, "the socket named api is the API socket")
+        #expect(try await curl(api.address, "/v1/token?wait=10").code == 200, "the socket named api is the API socket")
         // The proxy's address is the passed TCP socket's: served on it (binding it again would fail).
-        let proxied = try await curlURL("http://127.0.0.1:\(port)/protected/x")
+        let proxied = try await curlURL("http://\(proxy.address)/protected/x")
         #expect(proxied.code == 200, "\(proxied.body)")
         let log = { (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "" }
         #expect(
             await eventually { log().contains("matches no configured listener") && log().contains("name=stray") },
             "the stray socket is logged: \(log())")
+        #expect(log().contains("activated=true"), "\(log())")
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))
-        #expect(await activator.stop() == 0)
+        #expect(await activated.stop() == 0)
         await service.stop()
     }
 }

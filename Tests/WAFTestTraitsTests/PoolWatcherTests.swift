@@ -76,7 +76,7 @@ struct PoolWatcherTests {
     }
 
     /// Blocks every thread of the pool for 2 s (twice over) on purpose: with the watcher in place this test fails,
-    /// naming itself. Run only on demand, and alone (`scripts/check-pool-watch.sh`, in `make test`),
+    /// naming itself. Run only on demand, and alone (`scripts/check-watchers.sh`, in `make test`),
     /// since it would fail every test running beside it.
     @Test("the watcher fails a test that blocks the pool", .enabled(if: getenv("WAF_POOL_WATCH_SELFTEST") != nil))
     func blockingThePoolFails() async {

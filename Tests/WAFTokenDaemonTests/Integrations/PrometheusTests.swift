@@ -9,14 +9,14 @@ import WAFTestTraits
 struct PrometheusTests {
     @Test("deploy/prometheus/prometheus.yml: up is 1, the daemon's series are there, the alert rules are loaded")
     func scraped() async throws {
-        let metricsPort = try freePort()
-        try await withDaemon(daemon: ["--metrics-listen", "127.0.0.1:\(metricsPort)"]) { _, daemon in
+        try await withDaemon(daemon: ["--metrics-listen", "127.0.0.1:0"]) { _, daemon in
             _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let directory = try scratchDirectory("waf-prometheus"), port = try freePort()
+            let metrics = try await daemon.listening("metrics.listen")
+            let directory = try scratchDirectory("waf-prometheus")
             let configuration = try deployExample(
                 "deploy/prometheus/prometheus.yml",
                 [
-                    ("127.0.0.1:9464", "127.0.0.1:\(metricsPort)"), ("scrape_interval: 15s", "scrape_interval: 1s"),
+                    ("127.0.0.1:9464", metrics), ("scrape_interval: 15s", "scrape_interval: 1s"),
                     ("evaluation_interval: 15s", "evaluation_interval: 1s"),
                 ])
             try configuration.write(to: directory.appendingPathComponent("prometheus.yml"), atomically: true, encoding: .utf8)
@@ -26,9 +26,10 @@ struct PrometheusTests {
                 "/usr/bin/prometheus",
                 [
                     "--config.file=\(directory.path)/prometheus.yml", "--storage.tsdb.path=\(directory.path)/data",
-                    "--web.listen-address=127.0.0.1:\(port)",
+                    "--web.listen-address=127.0.0.1:0",
                 ], output: directory.appendingPathComponent("stdout.log").path, errors: directory.appendingPathComponent("stderr.log").path)
             defer { _ = prometheus }
+            let port = try #require(await listeningPort(of: prometheus.pid), "Prometheus listens on one port within 20 s")
             let api = "http://127.0.0.1:\(port)/api/v1"
             func query(_ expression: String) async -> String {
                 (try? await curlURL("\(api)/query", ["-G", "--data-urlencode", "query=\(expression)"]).body) ?? ""

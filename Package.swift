@@ -269,7 +269,7 @@ let package = Package(
         .testTarget(
             name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport"] + nio, swiftSettings: strict),
+            name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport", logging] + nio, swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonConfigurationTests",
             dependencies: [

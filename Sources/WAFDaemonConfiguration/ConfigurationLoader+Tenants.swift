@@ -1,11 +1,12 @@
 import WAFTokenCore
 
 /// What keeps tenants apart that only the whole configuration can get wrong (docs/rules.md,
-/// TENANT-1, TENANT-6): a cookie jar shared by providers whose readers differ, and a TCP listener
-/// (which no file mode guards) without lists of who may use it.
+/// TENANT-1, TENANT-6, TENANT-10): a cookie jar shared by providers whose readers differ, a token
+/// file or jar whose group is not among its provider's readers, and a TCP listener (which no file
+/// mode guards) without lists of who may use it.
 extension ConfigurationLoader {
     static func tenantIssues(_ providers: [ProviderConfiguration], top: [String: CheckedValue]) -> [WAFConfigurationIssue] {
-        jarIssues(providers, top: top) + listenerIssues(providers, top: top)
+        jarIssues(providers, top: top) + fileGroupIssues(providers, top: top) + listenerIssues(providers, top: top)
     }
 
     /// One jar holds the tokens of providers with the same readers only: the same access lists
@@ -32,19 +33,35 @@ extension ConfigurationLoader {
         return issues
     }
 
+    /// A provider whose readers are listed gets its files only through a group among them: the
+    /// group that owns its token file and jar (`sinks.group`, its own or the top level's; without
+    /// one, the daemon's group, whose members are every tenant of the socket) can read them.
+    private static func fileGroupIssues(_ providers: [ProviderConfiguration], top: [String: CheckedValue]) -> [WAFConfigurationIssue] {
+        providers.compactMap { provider in
+            let readers = AccessLists.readers(provider, top)
+            let files = [provider[Keys.sinksTokenFile], Tenancy.inherited(Keys.sinksCookieJar, provider, top)].compactMap { $0 }
+            guard !readers.isOpen, !files.isEmpty else { return nil }
+            let prefix = provider.isDefault ? "" : "providers.\(provider.name)."
+            let group = Tenancy.inherited(Keys.sinksGroup, provider, top)
+            if let group, readers.groups.contains(where: { GroupName.same($0, group) }) { return nil }
+            let who = readers.groups.isEmpty ? "it lists users only" : "its groups are \(readers.groups.joined(separator: ", "))"
+            return WAFConfigurationIssue(
+                key: group == nil || provider[Keys.sinksGroup] != nil ? prefix + "sinks.group" : "sinks.group", value: group?.debugDescription,
+                problem: group == nil
+                    ? "is unset, so \(files.joined(separator: " and ")) would belong to the daemon's group, outside the readers of \(provider.name) (\(who))"
+                    : "would own \(files.joined(separator: " and ")), but it is not among the readers of \(provider.name) (\(who))",
+                allowed: "a group in \(provider.name)'s allowedGroups (or the socket's, when it has no lists of its own)")
+        }
+    }
+
     /// A TCP listener is let in by its lists alone: the proxy's on a loopback port needs them
-    /// (its own, else the provider's or the socket's), and `auth.listen` needs its own.
+    /// (the provider's readers, which its own may narrow), and `auth.listen` needs its own.
     private static func listenerIssues(_ providers: [ProviderConfiguration], top: [String: CheckedValue]) -> [WAFConfigurationIssue] {
         var issues: [WAFConfigurationIssue] = []
         for provider in providers {
             guard case .loopback? = provider[Keys.proxyListen] else { continue }
-            let users =
-                provider[Keys.proxyAllowedUsers] ?? provider[Keys.providerAllowedUsers]
-                ?? Keys.socketAllowedUsers.read(top[Keys.socketAllowedUsers.spec.name])
-            let groups =
-                provider[Keys.proxyAllowedGroups] ?? provider[Keys.providerAllowedGroups]
-                ?? Keys.socketAllowedGroups.read(top[Keys.socketAllowedGroups.spec.name])
-            if users.isEmpty && groups.isEmpty {
+            let narrowing = AccessLists.proxyNarrowing(provider)
+            if AccessLists.readers(provider, top).isOpen && (narrowing?.isOpen ?? true) {
                 let prefix = provider.isDefault ? "" : "providers.\(provider.name)."
                 issues.append(
                     WAFConfigurationIssue(
@@ -92,10 +109,8 @@ package enum Tenancy {
     }
 
     static func readers(_ provider: ProviderConfiguration, _ top: [String: CheckedValue]) -> Readers {
-        let own = (provider[Keys.providerAllowedUsers], provider[Keys.providerAllowedGroups])
-        let users = own.0 ?? (own.1 == nil ? Keys.socketAllowedUsers.read(top[Keys.socketAllowedUsers.spec.name]) : [])
-        let groups = own.1 ?? (own.0 == nil ? Keys.socketAllowedGroups.read(top[Keys.socketAllowedGroups.spec.name]) : [])
-        return Readers(users: Set(users), groups: Set(groups), fileGroup: inherited(Keys.sinksGroup, provider, top))
+        let lists = AccessLists.readers(provider, top)
+        return Readers(users: Set(lists.users), groups: Set(lists.groups), fileGroup: inherited(Keys.sinksGroup, provider, top))
     }
 }
 

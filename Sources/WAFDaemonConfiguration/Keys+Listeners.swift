@@ -13,6 +13,11 @@ extension Keys {
         "auth.allowedUsers", help: "Users (of the proxy that asks, found by its TCP connection) who may use auth.listen.")
     public static let authAllowedGroups = list(
         "auth.allowedGroups", help: "Groups whose members may use auth.listen.")
+    public static let authSelectByForwardedHost = flag(
+        "auth.selectByForwardedHost", default: false,
+        help:
+            "Let X-Forwarded-Host choose the provider of a GET /v1/auth without a selector; off: the auth URL's ?provider= or ?domain=, else default (a client can write that header)."
+    )
     public static let authTokenWaitSec = integer(
         "auth.tokenWaitSec", 0...300, default: 5, help: "How long GET /v1/auth waits for a first token before answering 503 with Retry-After.")
 }

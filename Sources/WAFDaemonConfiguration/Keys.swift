@@ -62,6 +62,11 @@ public enum Keys {
         "stateDirectory", default: "$STATE_DIRECTORY (systemd), else none",
         help: "Keep the last token here, so that a restarted daemon serves it at once.")
     public static let logLevel = choice("log.level", Logger.Level.info, help: "Least severe log level written.")
+    public static let limitsBufferedBytes = integer(
+        "limits.bufferedBytes", 1_048_576...1_073_741_824, default: 16_777_216,
+        help:
+            "What connections may hold of their peers' bytes (bodies kept for a replay), all together; one uid at most a quarter. Past it a body streams instead.",
+        reload: false)
     public static let readinessWaitForToken = flag(
         "readiness.waitForToken", default: false, help: "Tell systemd READY=1 only once the first token is cached.", reload: false)
 
@@ -81,11 +86,12 @@ public enum Keys {
             socketAllowedUsers.spec, socketAllowedGroups.spec, socketIdleTimeoutSec.spec, socketRequestTimeoutSec.spec,
             socketMaxConnections.spec, socketMaxConnectionsPerUser.spec, socketThreads.spec, tokenServiceClient.spec,
             tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshMinForcedIntervalSec.spec, refreshJitter.spec, cookieSecure.spec,
-            sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, stateDirectory.spec, logLevel.spec, readinessWaitForToken.spec,
+            sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, stateDirectory.spec, logLevel.spec, limitsBufferedBytes.spec,
+            readinessWaitForToken.spec,
             proxyListen.spec, proxyUpstream.spec,
             proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
             proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
-            metricsListen.spec, authListen.spec, authAllowedUsers.spec, authAllowedGroups.spec, authTokenWaitSec.spec,
+            metricsListen.spec, authListen.spec, authAllowedUsers.spec, authAllowedGroups.spec, authSelectByForwardedHost.spec, authTokenWaitSec.spec,
         ]
 
     /// The keys a provider's entry may hold, by name.

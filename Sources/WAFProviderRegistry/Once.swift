@@ -6,4 +6,7 @@ package final class Once: Sendable {
     package init() {}
 
     package func claim() -> Bool { !done.exchange(true, ordering: .acquiringAndReleasing) }
+
+    /// Whether someone claimed it already.
+    package var isClaimed: Bool { done.load(ordering: .acquiring) }
 }

@@ -32,12 +32,15 @@ package final class ProviderEntry: Sendable {
     /// Forced refreshes (`POST /v1/refresh`, the proxy's challenges): at most one fetch per interval.
     package let forcedRefresh: ForcedRefresh
     private let state: NIOLockedValueBox<Tenancy>
+    /// Moved by every `update`, so that an answer cached under the old lists is built again.
+    private let generation: SnapshotGeneration?
 
     package init(
         name: String, provider: WAFTokenProvider, access: AccessPolicy, board: ProxyBoard = ProxyBoard(),
-        forcedRefresh: ForcedRefresh = ForcedRefresh()
+        forcedRefresh: ForcedRefresh = ForcedRefresh(), generation: SnapshotGeneration? = nil
     ) {
         self.name = name
+        self.generation = generation
         self.provider = provider
         self.board = board
         self.forcedRefresh = forcedRefresh
@@ -59,8 +62,11 @@ package final class ProviderEntry: Sendable {
     /// default the socket's.
     package var access: AccessPolicy { tenancy.access }
 
+    /// A reload's new identity, domain and lists, in one step; the fast path's cached answers
+    /// and decisions are out of date from the moment they apply, not from the end of the reload.
     package func update(_ tenancy: Tenancy) {
         state.withLockedValue { $0 = tenancy }
+        generation?.advance()
     }
 
     package func allows(_ peer: PeerCredentials?) -> Bool {

@@ -3,8 +3,8 @@ import WAFTokenCore
 
 /// Which provider a request means (MULTI-2): `?provider=NAME`, or `?domain=HOST` (the provider
 /// whose `domainName` is HOST or its closest parent), or without either `default`, or the only
-/// provider. A provider the peer may not use (its `allowedUsers`, `allowedGroups`) is 403, and
-/// is named nowhere to that peer.
+/// provider. A provider the peer may not use (its `allowedUsers`, `allowedGroups`) is 403, is
+/// named nowhere to that peer, and answers as a provider that does not exist (TENANT-7).
 package enum ProviderSelection {
     case provider(ProviderEntry)
     /// The answer that says why not.
@@ -15,20 +15,14 @@ extension ProviderSet {
     /// The provider `query` means and `peer` may use; `operatorView`: the operator's view, which any
     /// provider may be named in and checks no peer (`metrics.listen`'s `/readyz`).
     package func select(_ query: [String: String], peer: PeerCredentials?, operatorView: Bool = false) -> ProviderSelection {
-        let entry: ProviderEntry
+        let entry: ProviderEntry?
         switch (query["provider"], query["domain"]) {
         case (.some, .some):
             return .refused(.error(.badRequest, "badRequest", "ask for one provider: ?provider=NAME or ?domain=HOST, not both"))
         case (let name?, nil):
-            guard let named = self.named(name) else {
-                return .refused(.error(.notFound, "unknownProvider", "no provider named \(name.prefix(64).debugDescription)\(choices(peer))"))
-            }
-            entry = named
+            entry = self.named(name)
         case (nil, let host?):
-            guard let covering = self.covering(domain: host) else {
-                return .refused(.error(.notFound, "unknownDomain", "no provider covers \(host.prefix(256).debugDescription)\(choices(peer))"))
-            }
-            entry = covering
+            entry = self.covering(domain: host)
         case (nil, nil):
             guard let implicit = self.implicit else {
                 return .refused(
@@ -36,14 +30,28 @@ extension ProviderSet {
                         .badRequest, "providerRequired", "this daemon runs several providers: ask with ?provider=NAME or ?domain=HOST\(choices(peer))"
                     ))
             }
-            entry = implicit
+            guard operatorView || implicit.allows(peer) else { return .refused(Self.forbidden(nil)) }
+            return .provider(implicit)
         }
-        guard operatorView || entry.allows(peer) else {
-            // Named only when the request named it: a peer learns nothing of providers it may not
-            // use, not even which one a domain belongs to (TENANT-7).
-            return .refused(Self.forbidden(query["provider"]))
+        if let entry, operatorView || entry.allows(peer) { return .provider(entry) }
+        return .refused(notAvailable(query, to: peer, operatorView: operatorView))
+    }
+
+    /// The answer to a selector that means no provider `peer` may use. To a peer that may not use
+    /// every provider, a provider it may not use and no provider at all look the same: 403 and one
+    /// body, which names only the providers it may use; it learns neither that a name exists nor
+    /// which provider a domain belongs to (TENANT-7). To anyone else (and in the operator's view)
+    /// an unknown name or domain is 404, named (MULTI-2).
+    private func notAvailable(_ query: [String: String], to peer: PeerCredentials?, operatorView: Bool) -> HTTPReply {
+        let restricted = !operatorView && visibleProviders(to: peer).count < all.count
+        if restricted {
+            let by = query["provider"] != nil ? "?provider=" : "?domain="
+            return .error(.forbidden, "forbidden", "no provider this user may use matches this \(by) (allowedUsers, allowedGroups)\(choices(peer))")
         }
-        return .provider(entry)
+        if let name = query["provider"] {
+            return .error(.notFound, "unknownProvider", "no provider named \(name.prefix(64).debugDescription)\(choices(peer))")
+        }
+        return .error(.notFound, "unknownDomain", "no provider covers \((query["domain"] ?? "").prefix(256).debugDescription)\(choices(peer))")
     }
 
     /// 403 for a provider the peer may not use, naming it only if `named` (the request named it).

@@ -46,10 +46,13 @@ package final class APIContext: ConnectionGuardContext {
         package var lifecycleAccess: AccessPolicy?
         /// `auth.tokenWaitSec`: how long `/v1/auth` waits for a first token.
         package var authTokenWait: TimeAmount = .seconds(5)
+        /// `auth.selectByForwardedHost`: whether `X-Forwarded-Host` may choose the provider.
+        package var selectByForwardedHost = false
 
-        package init(lifecycleAccess: AccessPolicy? = nil, authTokenWait: TimeAmount = .seconds(5)) {
+        package init(lifecycleAccess: AccessPolicy? = nil, authTokenWait: TimeAmount = .seconds(5), selectByForwardedHost: Bool = false) {
             self.lifecycleAccess = lifecycleAccess
             self.authTokenWait = authTokenWait
+            self.selectByForwardedHost = selectByForwardedHost
         }
     }
     /// The fast path rebuilds its cached answer when this moves.

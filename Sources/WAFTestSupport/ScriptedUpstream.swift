@@ -102,3 +102,30 @@ public final class ScriptedUpstream: Sendable {
         }
     }
 }
+
+/// An upstream that takes connections and every byte sent to it, and never answers: a slow API,
+/// for what the proxy holds meanwhile.
+public final class SilentUpstream: Sendable {
+    private let channel: any Channel
+    /// `http://127.0.0.1:PORT`, for `proxy.upstream`.
+    public let origin: String
+
+    public init() async throws {
+        channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.backlog, value: 4096)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Sink()) }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        origin = "http://127.0.0.1:\(channel.localAddress!.port!)"
+    }
+
+    public func stop() async {
+        try? await channel.close()
+    }
+
+    private final class Sink: ChannelInboundHandler {
+        typealias InboundIn = ByteBuffer
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
+    }
+}

@@ -41,6 +41,8 @@ final class ProxyContext: ConnectionGuardContext {
     package let limits = ListenerLimits()
     var requestCounting: any RequestCounting { metrics }
     let logger: Logger
+    /// What the proxy's connections may keep of their peers' bytes (TENANT-12).
+    let budget: MemoryBudget
     let pools: UpstreamPools
     private let current: NIOLockedValueBox<Route>
     let shuttingDown = Atomic<Bool>(false)
@@ -52,9 +54,11 @@ final class ProxyContext: ConnectionGuardContext {
 
     init(
         entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
-        metrics: any ProxyMetrics, logger: Logger, connector: UpstreamPools.Connector? = nil
+        metrics: any ProxyMetrics, logger: Logger, budget: MemoryBudget = MemoryBudget(total: 16 << 20),
+        connector: UpstreamPools.Connector? = nil
     ) throws(ProxyFailure) {
         self.entry = entry
+        self.budget = budget
         self.loopGate = loopGate
         self.metrics = metrics
         self.logger = logger
@@ -109,19 +113,25 @@ final class ProxyContext: ConnectionGuardContext {
     /// fetch at most once per `refresh.minForcedIntervalSec` (TENANT-4): inside it, nil at once.
     func refreshToken(for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
         awaitToken(for: route, timeout: timeout, on: eventLoop, completion) { callback in
-            if self.entry.forcedRefresh.request(self.provider, callback) == .limited { callback(nil, nil) }
+            let (decision, wait) = self.entry.forcedRefresh.request(self.provider, callback)
+            if decision.isLimited { callback(nil, nil) }
+            return wait
         }
     }
 
     private func awaitToken(
         for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void,
-        _ ask: (@escaping WAFTokenResultCallback) -> Void
+        _ ask: (@escaping WAFTokenResultCallback) -> WAFTokenWait?
     ) {
         let answered = Once()
+        let wait = NIOLockedValueBox<WAFTokenWait?>(nil)
         let timer = eventLoop.scheduleTask(in: timeout) {
-            if answered.claim() { completion(nil) }
+            guard answered.claim() else { return }
+            // Forgotten by the provider at once, not held until RET-3 while fetches fail (TENANT-12).
+            wait.withLockedValue { $0 }?.cancel()
+            completion(nil)
         }
-        ask { [loopGate] token, _ in
+        let made = ask { [loopGate] token, _ in
             loopGate.execute(on: eventLoop) {
                 guard answered.claim() else { return }
                 timer.cancel()
@@ -129,5 +139,7 @@ final class ProxyContext: ConnectionGuardContext {
                 completion(token == nil ? nil : self.token(for: route))
             }
         }
+        wait.withLockedValue { $0 = made }
+        if answered.isClaimed { made?.cancel() }
     }
 }

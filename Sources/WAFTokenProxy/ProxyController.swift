@@ -9,13 +9,15 @@ import WAFTokenCore
 package actor ProxyController {
     private let entry: ProviderEntry
     private let metrics: any ProxyMetrics
+    private let budget: MemoryBudget
     private let logger: Logger
     private var server: ProxyServer?
     package static let grace = Duration.seconds(5)
 
-    package init(entry: ProviderEntry, metrics: any ProxyMetrics, logger: Logger) {
+    package init(entry: ProviderEntry, metrics: any ProxyMetrics, budget: MemoryBudget, logger: Logger) {
         self.entry = entry
         self.metrics = metrics
+        self.budget = budget
         self.logger = logger
     }
 
@@ -40,7 +42,7 @@ package actor ProxyController {
             board.serving(settings, at: running.address)
         case (let running, let settings?):
             let replacement = try ProxyServer(
-                entry: entry, settings: settings, connection: connection, metrics: metrics, logger: logger)
+                entry: entry, settings: settings, connection: connection, metrics: metrics, budget: budget, logger: logger)
             // The same address must be let go before it can be bound again; another is bound first,
             // so that a failure leaves the old one serving.
             if let running, running.settings.listen == settings.listen {
@@ -71,10 +73,20 @@ package actor ProxyController {
 }
 
 extension ConnectionSettings {
-    /// The proxy's: its own lists (the socket's when unset) and the socket's timeouts.
+    /// The proxy's: the provider's readers, narrowed by the proxy's own lists (TENANT-10); the
+    /// socket's timeouts.
     package init(proxy settings: ProxySettings, _ configuration: DaemonConfiguration, logger: Logger) {
+        let tcp = if case .loopback = settings.listen { true } else { false }
+        let readers = AccessPolicy(
+            allowedUsers: settings.readers.users, allowedGroups: settings.readers.groups, keyPrefix: "the provider's readers", tcp: tcp,
+            logger: logger)
+        let policy =
+            settings.narrowing.map {
+                AccessPolicy(
+                    readers, narrowedBy: AccessPolicy(allowedUsers: $0.users, allowedGroups: $0.groups, keyPrefix: "proxy", tcp: tcp, logger: logger))
+            } ?? readers
         self.init(
-            policy: AccessPolicy(allowedUsers: settings.allowedUsers, allowedGroups: settings.allowedGroups, keyPrefix: "proxy", logger: logger),
+            policy: policy,
             idleTimeout: .seconds(Int64(configuration[Keys.socketIdleTimeoutSec])),
             requestTimeout: .seconds(Int64(configuration[Keys.socketRequestTimeoutSec])),
             maxConnections: configuration[Keys.socketMaxConnections], maxConnectionsPerUser: configuration[Keys.socketMaxConnectionsPerUser])

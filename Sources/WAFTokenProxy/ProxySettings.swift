@@ -18,8 +18,10 @@ package struct ProxySettings: Sendable, Equatable {
     package var replayBufferBytes: Int
     package var tokenWait: TimeAmount
     package var upstreamTimeout: TimeAmount
-    package var allowedUsers: [String]
-    package var allowedGroups: [String]
+    /// Who may take the provider's token (`DaemonConfiguration.readers(of:)`): the one definition.
+    package var readers: AccessLists
+    /// `proxy.allowedUsers`/`proxy.allowedGroups`, which narrow the readers for this proxy.
+    package var narrowing: AccessLists?
     package var threads: Int
     /// `tokenService.caFile`: an https upstream is checked against the same trust as the token service.
     package var caFile: String?
@@ -41,9 +43,9 @@ package struct ProxySettings: Sendable, Equatable {
         replayBufferBytes = provider[Keys.proxyReplayBufferBytes]
         tokenWait = .seconds(Int64(provider[Keys.proxyTokenWaitSec]))
         upstreamTimeout = .seconds(Int64(provider[Keys.proxyUpstreamTimeoutSec]))
-        // Its own lists; else the provider's; else the socket's.
-        allowedUsers = provider[Keys.proxyAllowedUsers] ?? provider[Keys.providerAllowedUsers] ?? daemon[Keys.socketAllowedUsers]
-        allowedGroups = provider[Keys.proxyAllowedGroups] ?? provider[Keys.providerAllowedGroups] ?? daemon[Keys.socketAllowedGroups]
+        // The provider's readers, which the proxy's own lists may narrow and never widen (TENANT-10).
+        readers = daemon.readers(of: provider)
+        narrowing = daemon.proxyNarrowing(of: provider)
         threads = provider[Keys.proxyThreads]
         caFile = daemon[Keys.tokenServiceCAFile]
     }

@@ -84,7 +84,7 @@ struct ConfigurationLoaderTests {
             #expect(config[Keys.lifecyclePlatform] == .android)
             #expect(config[Keys.socketMode] == 0o640)
             #expect(config[Keys.socketAllowedUsers] == ["alice", "1000"])
-            #expect(config[Keys.socketAllowedGroups] == ["waf-token"])
+            #expect(config[Keys.socketAllowedGroups] == ["waf-token", "tenant-a"])
             #expect(config[Keys.socketIdleTimeoutSec] == 7 && config[Keys.socketRequestTimeoutSec] == 3 && config[Keys.socketThreads] == 2)
             #expect(config[Keys.tokenServiceClient] == "android" && config[Keys.tokenServiceTimeoutSec] == 5)
             #expect(config[Keys.tokenServiceCAFile] == "/etc/ca.pem")
@@ -95,7 +95,7 @@ struct ConfigurationLoaderTests {
             #expect(proxy.listen == .loopback(host: "127.0.0.1", port: 8089) && proxy.upstream.url == "https://api.example.com/v1/")
             #expect(proxy.tokenIn == .header && proxy.replayBufferBytes == 1024 && proxy.tokenWait == .seconds(2))
             #expect(proxy.upstreamTimeout == .seconds(9) && proxy.mode == 0o600 && proxy.threads == 2)
-            #expect(proxy.allowedUsers == ["bob"] && proxy.allowedGroups == ["staff"])
+            #expect(proxy.narrowing == AccessLists(users: ["bob"], groups: ["staff"]))
             #expect(config[Keys.lifecycleAllowedUsers] == ["carol"] && config[Keys.lifecycleAllowedGroups] == ["ops"])
             #expect(config[Keys.socketMaxConnections] == 100 && config[Keys.socketMaxConnectionsPerUser] == 10)
             #expect(config[Keys.refreshMinForcedIntervalSec] == 0 && config[Keys.sinksGroup] == "tenant-a")
@@ -119,7 +119,8 @@ struct ConfigurationLoaderTests {
         #expect(try refused(["proxy.upstream": "https://example.com"]).first?.hasPrefix("proxy.listen: is required with proxy.upstream") == true)
         #expect(try refused(["proxy.listen": "/run/p.sock", "proxy.upstream": "https://evil.com/"]).first?.contains("names evil.com") == true)
         #expect(try refused(["proxy.listen": "/run/p.sock", "proxy.upstream": "http://example.com/"]).first?.contains("uses http") == true)
-        // Unset, the proxy's lists and mode are the socket's; an empty list is a list of its own.
+        // Unset, the proxy's mode is the socket's and it admits the provider's readers (here the
+        // socket's); its own lists narrow them, and an empty pair narrows nothing (TENANT-10).
         let inherited = try #require(
             ProxySettings(
                 try load(
@@ -127,14 +128,14 @@ struct ConfigurationLoaderTests {
                         "proxy.listen": "/run/p.sock", "proxy.upstream": "https://example.com", "socket.allowedUsers": "alice", "socket.mode": "0600",
                     ]) { $1 }
                 ).get()))
-        #expect(inherited.allowedUsers == ["alice"] && inherited.mode == 0o600)
+        #expect(inherited.readers == AccessLists(users: ["alice"], groups: []) && inherited.narrowing == nil && inherited.mode == 0o600)
         let own = try #require(
             ProxySettings(
                 try load(
                     yaml:
                         "applicationIntegrationUrl: \(url)\ndomainName: example.com\nsocket:\n  allowedUsers: [alice]\nproxy:\n  listen: /run/p.sock\n  upstream: https://example.com\n  allowedUsers: []\n"
                 ).get()))
-        #expect(own.allowedUsers.isEmpty)
+        #expect(own.readers == AccessLists(users: ["alice"], groups: []) && own.narrowing == AccessLists(users: [], groups: []))
         #expect(try load(cli: base).get()[Keys.proxyListen] == nil)
     }
 
@@ -143,7 +144,7 @@ struct ConfigurationLoaderTests {
         "applicationIntegrationUrl": url, "domainName": "example.com", "backgroundRefreshEnabled": "false",
         "maxErrorTokenRefreshDelayMsec": "1234", "maxRetryCount": "4", "setTokenCookie": "false", "tokenCookiePath": "/web",
         "tokenRefreshDelaySec": "120", "ranges": "current", "lifecycle.platform": "android", "socket.path": "/x/s.sock",
-        "socket.mode": "\"0640\"", "socket.allowedUsers": "alice,1000", "socket.allowedGroups": "waf-token", "socket.idleTimeoutSec": "7",
+        "socket.mode": "\"0640\"", "socket.allowedUsers": "alice,1000", "socket.allowedGroups": "waf-token,tenant-a", "socket.idleTimeoutSec": "7",
         "socket.requestTimeoutSec": "3", "socket.threads": "2", "tokenService.client": "android", "tokenService.timeoutSec": "5",
         "tokenService.caFile": "/etc/ca.pem", "refresh.jitter": "false", "cookie.secure": "true", "sinks.tokenFile": "/var/t",
         "sinks.cookieJar": "/var/j", "stateDirectory": "/var/s", "log.level": "error", "readiness.waitForToken": "true",
@@ -152,7 +153,8 @@ struct ConfigurationLoaderTests {
         "proxy.allowedUsers": "bob", "proxy.allowedGroups": "staff", "proxy.threads": "2", "lifecycle.allowedUsers": "carol",
         "lifecycle.allowedGroups": "ops", "socket.maxConnections": "100", "socket.maxConnectionsPerUser": "10",
         "refresh.minForcedIntervalSec": "0", "sinks.group": "tenant-a", "metrics.listen": "0.0.0.0:9464", "auth.listen": "127.0.0.1:8090",
-        "auth.allowedUsers": "www-data", "auth.allowedGroups": "nginx", "auth.tokenWaitSec": "3",
+        "auth.allowedUsers": "www-data", "auth.allowedGroups": "nginx", "auth.tokenWaitSec": "3", "auth.selectByForwardedHost": "true",
+        "limits.bufferedBytes": "2097152",
     ].mapValues { $0.hasPrefix("\"0") ? String($0.dropFirst().dropLast()) : $0 }
 
     @Test("CFG-9 for the daemon: a value of the wrong shape is refused for every key, in the file, never replaced by a default")
@@ -326,7 +328,8 @@ struct ConfigurationLoaderTests {
     @Test("names and paths that YAML reads otherwise are quoted in the effective configuration (fuzz-config's finding)")
     func effectiveConfigurationQuotes() throws {
         let groups = ##"["Y]", "true", "x:y", "#c", "-x", "12", "é\a\"\\"]"##
-        let first = try load(yaml: "\(required)socket:\n  allowedGroups: \(groups)\nsinks:\n  tokenFile: \"/tmp/a: b #c\"\n").get()
+        // The file's group among the readers' groups (TENANT-10).
+        let first = try load(yaml: "\(required)socket:\n  allowedGroups: \(groups)\nsinks:\n  tokenFile: \"/tmp/a: b #c\"\n  group: \"12\"\n").get()
         #expect(first[Keys.socketAllowedGroups] == ["Y]", "true", "x:y", "#c", "-x", "12", "é\u{7}\"\\"])
         let second = try load(yaml: first.effectiveYAML).get()
         #expect(second.effectiveYAML == first.effectiveYAML)

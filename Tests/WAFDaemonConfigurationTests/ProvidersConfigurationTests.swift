@@ -31,6 +31,7 @@ struct ProvidersConfigurationTests {
             tokenRefreshDelaySec: 400
             sinks:
               tokenFile: /var/lib/t/pay
+              group: payments
             allowedGroups: [payments]
         """
 

@@ -45,6 +45,27 @@ struct SocketFileTests {
         try await group.shutdownGracefully()
     }
 
+    @Test("TENANT11: the socket's mode is set on the socket itself, never through a link in its place")
+    func TENANT11_modeNotThroughLinks() throws {
+        let path = Self.path()
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        #expect(try SocketAddress(unixDomainSocketPath: path).withSockAddr { bind(descriptor, $0, socklen_t($1)) } == 0)
+        #expect(SocketFile.setMode(path, 0o660))
+        var info = stat()
+        #expect(stat(path, &info) == 0 && info.st_mode & 0o777 == 0o660)
+        // A link where the socket was: the file it points to keeps its mode.
+        let target = NSTemporaryDirectory() + "waf-socket-file-target-\(UUID().uuidString.prefix(8))"
+        _ = FileManager.default.createFile(atPath: target, contents: Data("secret".utf8), attributes: [.posixPermissions: 0o600])
+        let link = Self.path()
+        #expect(symlink(target, link) == 0)
+        #expect(!SocketFile.setMode(link, 0o666))
+        #expect(stat(target, &info) == 0 && info.st_mode & 0o777 == 0o600, "the link's target is untouched")
+        unlink(link)
+        unlink(target)
+        unlink(path)
+    }
+
     static func connectNonBlocking(_ path: String) throws -> Int32 {
         let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         _ = try SocketAddress(unixDomainSocketPath: path).withSockAddr { connect(descriptor, $0, socklen_t($1)) }

@@ -86,6 +86,8 @@ struct DebianPackageTests {
         let after = try await sh("waf-tokenctl token --wait 20")
         #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == value, "the saved token, served at once")
 
+        try await sandbox(sh, service: service)
+
         // Remove: stopped, the socket gone, the configuration left.
         let remove = try await sh("dpkg -r waf-tokend")
         #expect(remove.status == 0, "\(remove.stdout)\(remove.stderr)")
@@ -100,5 +102,57 @@ struct DebianPackageTests {
         #expect(purge.status == 0, "\(purge.stdout)\(purge.stderr)")
         #expect(try await sh("test -e /etc/waf-tokend").status != 0, "the configuration is gone")
         #expect(try await sh("test -e /var/lib/waf-tokend").status != 0, "the state is gone")
+    }
+
+    /// TENANT-14 under the installed unit's sandbox: auth.listen and a proxy on a loopback port find
+    /// their peer (the unit allows AF_NETLINK), an allowed uid gets its token and a refused one
+    /// does not; allow-lists naming users the sandbox shows as nobody (PrivateUsers=yes) stop the
+    /// start with the drop-in named.
+    private func sandbox(
+        _ sh: (String) async throws -> (status: Int32, stdout: String, stderr: String), service: ServiceProcess
+    ) async throws {
+        // The keys as variables in a drop-in: the conffile stays as the operator left it.
+        func dropIn(_ variables: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+            let lines = ["[Service]"] + variables.map { "Environment=\($0)" }
+            return try await sh(
+                "mkdir -p /etc/systemd/system/waf-tokend.service.d && printf '%s\\n' \(lines.map { "'\($0)'" }.joined(separator: " ")) "
+                    + "> /etc/systemd/system/waf-tokend.service.d/test.conf && systemctl daemon-reload && systemctl restart waf-tokend.service")
+        }
+        let configured = try await dropIn([
+            "WAF_TOKEND_AUTH_LISTEN=127.0.0.1:0", "WAF_TOKEND_AUTH_ALLOWED_USERS=root", "WAF_TOKEND_PROXY_LISTEN=127.0.0.1:0",
+            "WAF_TOKEND_PROXY_UPSTREAM=\(service.origin)", "WAF_TOKEND_PROXY_ALLOWED_USERS=root",
+        ])
+        try #require(configured.status == 0, "\(configured.stderr)")
+        _ = try await sh("waf-tokenctl token --wait 20")
+        // Where they listen, as bound: from the daemon's own lines (ports the system chose).
+        let journal = try await sh("journalctl -u waf-tokend.service -o cat --no-pager | grep -E 'serving the token API|proxy serving' | tail -2")
+            .stdout
+        func bound(_ key: String) -> String? {
+            journal.split(whereSeparator: { $0 == " " || $0 == "\n" }).last { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+        }
+        let auth = try #require(bound("auth.listen"), "\(journal)")
+        let proxy = try #require(bound("proxy.listen"), "\(journal)")
+        // A request over bash's /dev/tcp (no curl in the container), as root or as nobody; the status line.
+        func get(_ address: String, _ path: String, asNobody: Bool) async throws -> String {
+            let parts = address.split(separator: ":")
+            let request =
+                #"exec 3<>/dev/tcp/\#(parts[0])/\#(parts[1]); printf "GET \#(path) HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n" >&3; head -1 <&3"#
+            let who = asNobody ? "setpriv --reuid=65534 --regid=65534 --clear-groups " : ""
+            return try await sh("\(who)bash -c '\(request)'").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        #expect(try await get(auth, "/v1/auth", asNobody: false).hasPrefix("HTTP/1.1 200"), "root, allowed, on auth.listen")
+        #expect(try await get(auth, "/v1/auth", asNobody: true).hasPrefix("HTTP/1.1 403"), "nobody, refused, on auth.listen")
+        #expect(try await get(proxy, "/protected/x", asNobody: false).hasPrefix("HTTP/1.1 200"), "root, allowed, through the proxy")
+        #expect(try await get(proxy, "/protected/x", asNobody: true).hasPrefix("HTTP/1.1 403"), "nobody, refused, by the proxy")
+
+        // Lists naming a user the sandbox cannot tell apart: refused at start, the drop-in named.
+        let naming = try await dropIn(["WAF_TOKEND_SOCKET_ALLOWED_USERS=4242"])
+        #expect(naming.status != 0, "the start fails")
+        let said = try await sh("journalctl -u waf-tokend.service -o cat --no-pager | tail -20").stdout
+        #expect(said.contains("user 4242") && said.contains("PrivateUsers=no"), "\(said)")
+        let restored = try await sh(
+            "rm /etc/systemd/system/waf-tokend.service.d/test.conf && systemctl daemon-reload && systemctl reset-failed waf-tokend.service; "
+                + "systemctl restart waf-tokend.service")
+        #expect(restored.status == 0, "\(restored.stderr)")
     }
 }

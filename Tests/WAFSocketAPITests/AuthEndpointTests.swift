@@ -37,17 +37,60 @@ struct AuthEndpointTests {
     }
 
     @Test(
-        "MULTI-2: the provider by selector, else by X-Forwarded-Host (its closest parent domain), else the implicit one; 403 for one the peer may not use"
+        "MULTI-2: the provider by selector, else (auth.selectByForwardedHost) by X-Forwarded-Host (its closest parent domain), else the implicit one; 403 for one the peer may not use"
     )
     func MULTI2_providerChoice() throws {
         let socket = try EmbeddedSocket(pay: true)
+        socket.api.endpointOptions.selectByForwardedHost = true
         #expect(try socket.exchange(Self.auth([("X-Forwarded-Host", "api.pay.example.com:8443")])).contains("X-Aws-Waf-Token: token-2"))
         #expect(try socket.exchange(Self.auth([("X-Forwarded-Host", "shop.example.com")])).contains("X-Aws-Waf-Token: token-1"))
         #expect(try socket.exchange(Self.auth([("X-Forwarded-Host", "elsewhere.org")])).contains("X-Aws-Waf-Token: token-1"), "not covered: default")
         #expect(try socket.exchange(Self.auth(query: "?provider=pay")).contains("X-Aws-Waf-Token: token-2"))
         let refused = try EmbeddedSocket(pay: true, payAllowedUsers: ["0"])
+        refused.api.endpointOptions.selectByForwardedHost = true
         let answer = try refused.exchange(Self.auth([("X-Forwarded-Host", "pay.example.com")]))
         #expect(answer.statusCodes == [403] && !answer.contains("token-2"))
+    }
+
+    /// What a client may have written itself, passed on by the proxy with its own headers.
+    static let ambiguous: [String] = [
+        auth([("X-Original-URI", "/admin"), ("X-Forwarded-Uri", "/api/x")]),
+        auth([("X-Forwarded-Uri", "/x"), ("X-Original-URI", "/y"), ("X-Forwarded-Uri", "/z")]),
+        auth([("X-Forwarded-Uri", "/api/x"), ("X-Forwarded-Uri", "/admin")]),
+        auth([("X-Original-URI", "/api/x"), ("X-Original-URI", "/admin")]),
+        auth([("X-Forwarded-Host", "pay.example.com"), ("X-Forwarded-Host", "shop.example.com")]),
+        auth([("X-Forwarded-Host", "elsewhere.org, pay.example.com")]),
+    ]
+
+    @Test("TENANT13: URI headers that disagree, or a forwarding header given twice with different values, get 400 and no token, on both paths")
+    func TENANT13_ambiguousForwardingHeaders() throws {
+        for request in Self.ambiguous {
+            for viaCodec in [false, true] {
+                let socket = try EmbeddedSocket(pay: true)
+                socket.api.endpointOptions.selectByForwardedHost = true
+                let sent = viaCodec ? request.replacingOccurrences(of: "\r\n\r\n", with: "\r\nConnection: keep-alive\r\n\r\n") : request
+                let answer = try socket.exchange(sent)
+                #expect(answer.statusCodes == [400] && !answer.contains("token-"), "\(request): \(answer)")
+            }
+        }
+        // The same header twice with the same value, or both URI headers agreeing, is one request.
+        let socket = try EmbeddedSocket()
+        let agreeing = try socket.exchange(Self.auth([("X-Original-URI", "/api/x"), ("X-Forwarded-Uri", "/api/x"), ("X-Original-URI", "/api/x")]))
+        #expect(agreeing.statusCodes == [200] && agreeing.contains("X-Aws-Waf-Token: token-1"))
+    }
+
+    @Test("TENANT13: X-Forwarded-Host chooses no provider unless auth.selectByForwardedHost; the auth URL's selector always wins")
+    func TENANT13_forwardedHostChoosesNothingByDefault() throws {
+        let socket = try EmbeddedSocket(pay: true)
+        for path in [false, true] {
+            let keepAlive = path ? [("Connection", "keep-alive")] : []
+            let answer = try socket.exchange(Self.auth([("X-Forwarded-Host", "api.pay.example.com")] + keepAlive))
+            #expect(answer.contains("X-Aws-Waf-Token: token-1") && !answer.contains("token-2"), "the implicit provider: \(answer)")
+        }
+        socket.api.endpointOptions.selectByForwardedHost = true
+        let pinned = try socket.exchange(Self.auth([("X-Forwarded-Host", "api.pay.example.com")], query: "?provider=default"))
+        #expect(pinned.contains("X-Aws-Waf-Token: token-1") && !pinned.contains("token-2"), "the selector wins")
+        #expect(try socket.exchange(Self.auth([("X-Forwarded-Host", "api.pay.example.com")])).contains("X-Aws-Waf-Token: token-2"))
     }
 
     @Test("without a token it waits auth.tokenWaitSec, then 503 with Retry-After")
@@ -68,9 +111,7 @@ struct AuthFastPathTests {
         AuthEndpointTests.auth(),
         AuthEndpointTests.auth([("X-Original-URI", "/shop/cart?x=1"), ("Cookie", "session=abc; aws-waf-token=stale; lang=en")]),
         AuthEndpointTests.auth([("Cookie", "a=1"), ("X-Forwarded-Uri", " /api/../admin "), ("Cookie", "b=2")]),
-        AuthEndpointTests.auth([("X-Forwarded-Uri", "/x"), ("X-Original-URI", "/y"), ("X-Forwarded-Uri", "/z")]),
         AuthEndpointTests.auth([("X-Forwarded-Host", "api.pay.example.com:8443")]),
-        AuthEndpointTests.auth([("X-Forwarded-Host", "elsewhere.org, pay.example.com")]),
         AuthEndpointTests.auth(query: "?provider=pay"),
         AuthEndpointTests.auth([("X-Forwarded-Host", "pay.example.com")], query: "?domain=shop.example.com"),
     ]

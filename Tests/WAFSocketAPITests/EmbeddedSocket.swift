@@ -24,9 +24,12 @@ final class EmbeddedSocket {
     /// pay.example.com, `token-2`), which `payAllowedUsers` may shut out.
     init(
         tokenFirst: Bool = true, allowedUsers: [String] = [], configuration: WAFConfiguration? = nil, pay: Bool = false,
-        payAllowedUsers: [String] = []
+        payAllowedUsers: [String] = [], failingAfterFirst: Bool = false
     ) throws {
-        service = ScriptedTokenFetcher(scheduler: scheduler, latency: tokenFirst ? .zero : .seconds(3600))
+        service = ScriptedTokenFetcher(
+            scheduler: scheduler, script: failingAfterFirst ? [.success] : [],
+            then: failingAfterFirst ? .fail(ScriptedTokenFetcher.outage) : .success,
+            latency: tokenFirst ? .zero : .seconds(3600))
         let generation = SnapshotGeneration()
         let configuration =
             try configuration

@@ -119,14 +119,48 @@ struct TenantSocketTests {
         #expect(try socket.exchange(refresh).contains("token-3"), "0 turns the limit off")
     }
 
-    @Test("TENANT7: /readyz and a 403 reached by ?domain= name no provider the peer may not use")
+    @Test("TENANT4: inside the interval after a forced refresh that failed, the same failure with Retry-After, never the old token as refreshed")
+    func TENANT4_failureAnsweredAsFailure() throws {
+        let socket = try EmbeddedSocket(failingAfterFirst: true)
+        let entry = try #require(socket.api.providers.named("default"))
+        entry.forcedRefresh.interval = .seconds(300)
+        let refresh = "POST /v1/refresh HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
+        _ = try socket.exchange(refresh)
+        // Its retries (RET-1…3) in virtual time, until the provider gives up.
+        for _ in 0..<20 {
+            socket.scheduler.advance(by: .seconds(60))
+            socket.settle()
+        }
+        let first = try socket.written()
+        #expect(first.statusCodes == [503] && !first.contains("token-1"), "the forced fetch failed: \(first)")
+        let calls = socket.service.calls.count
+        let second = try socket.exchange(refresh)
+        #expect(second.statusCodes == [503] && !second.contains("token-1"), "inside the interval: the same failure: \(second)")
+        let retryAfter = second.split(separator: "\r\n").first { $0.hasPrefix("Retry-After: ") }.flatMap { Int($0.dropFirst(13)) }
+        #expect(retryAfter.map { (290...300).contains($0) } == true, "for the rest of the interval: \(second)")
+        #expect(socket.service.calls.count == calls, "and no fetch")
+        #expect(try socket.exchange("GET /v1/token HTTP/1.1\r\n\r\n").contains("token-1"), "the last good token stays cached (TOK-5)")
+    }
+
+    @Test(
+        "TENANT7: /readyz and a 403 name no provider the peer may not use; a name or a domain it may not use and one no provider has get the same answer"
+    )
     func TENANT7_namesHidden() throws {
         let socket = try EmbeddedSocket(tokenFirst: false, pay: true, payAllowedUsers: ["0"])
         let ready = try socket.exchange("GET /readyz HTTP/1.1\r\n\r\n")
         #expect(ready.statusCodes == [503] && ready.contains("default") && !ready.contains("pay"), "\(ready)")
         let domain = try socket.exchange("GET /v1/token?domain=api.pay.example.com HTTP/1.1\r\n\r\n")
-        #expect(domain.statusCodes == [403] && !domain.contains("provider pay"), "\(domain)")
+        #expect(domain.statusCodes == [403] && !domain.contains("pay"), "\(domain)")
+        let noDomain = try socket.exchange("GET /v1/token?domain=nowhere.example.net HTTP/1.1\r\n\r\n")
+        #expect(Self.withoutDate(noDomain) == Self.withoutDate(domain), "\(noDomain) against \(domain)")
         let named = try socket.exchange("GET /v1/token?provider=pay HTTP/1.1\r\n\r\n")
-        #expect(named.statusCodes == [403] && named.contains("provider pay"), "the peer named it itself")
+        let unknown = try socket.exchange("GET /v1/token?provider=nope HTTP/1.1\r\n\r\n")
+        #expect(named.statusCodes == [403] && !named.contains("pay"), "\(named)")
+        #expect(Self.withoutDate(unknown) == Self.withoutDate(named), "\(unknown) against \(named)")
+    }
+
+    /// An answer's text without its Date header, which moves with the second.
+    static func withoutDate(_ answer: String) -> String {
+        answer.split(separator: "\r\n", omittingEmptySubsequences: false).filter { !$0.lowercased().hasPrefix("date:") }.joined(separator: "\r\n")
     }
 }

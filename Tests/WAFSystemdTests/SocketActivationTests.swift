@@ -108,4 +108,31 @@ struct SocketActivationTests {
         #expect(await activated.stop() == 0)
         await service.stop()
     }
+
+    @Test("TENANT11: a TCP socket passed under the name api is never the API socket: logged and closed; the configured path serves")
+    func TENANT11_tcpNamedAPI() async throws {
+        let service = try ServiceProcess()
+        let directory = try scratchDirectory("waf-activate-tcp-api")
+        var tcp: ListeningSocket? = try ListeningSocket(tcp: "127.0.0.1")
+        let address = tcp!.address
+        let configured = directory.appendingPathComponent("configured.sock").path
+        let stderr = directory.appendingPathComponent("stderr.log").path
+        let activated = try SpawnedProcess(
+            "/bin/sh",
+            [
+                "-c", #"LISTEN_PID=$$ exec "$0" "$@""#, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+                "--application-integration-url", service.url, "--domain-name", "127.0.0.1", "--socket-path", configured,
+            ],
+            environment: ProcessInfo.processInfo.environment.merging(["LISTEN_FDS": "1", "LISTEN_FDNAMES": "api"]) { $1 },
+            output: stderr, descriptors: [tcp!.descriptor])
+        // The daemon's copy is all that is left: once it closes it, nothing listens there.
+        tcp = nil
+        let log = { (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "" }
+        #expect(await eventually { log().contains("matches no configured listener") }, "\(log())")
+        #expect(try await curl(configured, "/v1/token?wait=10").code == 200, "the configured socket serves the API")
+        let overTCP = try await curlURL("http://\(address)/v1/token", ["--max-time", "2"])
+        #expect(overTCP.code == 0, "nothing is served on the passed TCP socket: \(overTCP)")
+        #expect(await activated.stop() == 0)
+        await service.stop()
+    }
 }

@@ -291,3 +291,33 @@ struct GettingATokenTests {
         #expect(successes == 2)
     }
 }
+
+/// TENANT-12 in the core: a caller with a deadline of its own withdraws its wait when the deadline
+/// passes, and the provider forgets it at once instead of holding every such callback until RET-3
+/// while fetches fail.
+@Suite("Withdrawn waits", .offPool, .timeLimit(.minutes(1)))
+struct WithdrawnWaitTests {
+    @Test("TENANT12: a withdrawn onTokenReady or refreshToken is forgotten and never called; the others are answered as before")
+    func TENANT12_withdrawnWaitsAreForgotten() {
+        let harness = Harness(script: [.success], then: .fail(ScriptedTokenFetcher.outage))
+        harness.scheduler.runUntilIdle()
+        let called = NIOLockedValueBox<[String]>([])
+        // A forced refresh that keeps failing holds its waiters for the whole retry sequence.
+        var withdrawn: [WAFTokenWait] = []
+        for index in 0..<100 {
+            withdrawn.append(harness.provider.refreshToken { _, _ in called.withLockedValue { $0.append("withdrawn \(index)") } })
+        }
+        harness.provider.refreshToken { token, error in called.withLockedValue { $0.append(token == nil ? "kept: \(error!.name)" : "kept") } }
+        harness.scheduler.runUntilIdle()
+        #expect(harness.provider.status().refresh.pendingRequests == 101)
+        for wait in withdrawn { wait.cancel() }
+        harness.scheduler.runUntilIdle()
+        #expect(harness.provider.status().refresh.pendingRequests == 1, "the withdrawn are forgotten at once")
+        harness.advance(to: 3600)
+        #expect(called.withLockedValue { $0 } == ["kept: allRetriesFailed"], "only the one still waiting is answered")
+        // Withdrawing a wait that was answered changes nothing.
+        withdrawn[0].cancel()
+        harness.scheduler.runUntilIdle()
+        #expect(harness.provider.status().refresh.pendingRequests == 0)
+    }
+}

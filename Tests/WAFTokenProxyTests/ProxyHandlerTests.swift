@@ -85,7 +85,7 @@ struct ProxyHandlerTests {
                 connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), group: loop, loopGate: LoopGate(),
                 metrics: ProxyRouteTests.NoMetrics(), logger: quiet, connector: { route, _ in upstreams.connect(route) })
             let connection = ConnectionState()
-            connection.peer = PeerCredentials(pid: 1, uid: 1000, gid: 1000)
+            connection.identified(as: PeerCredentials(pid: 1, uid: 1000, gid: 1000), allowed: true)
             client = EmbeddedChannel(handlers: [guardEvents, ProxyHandler(proxy: proxy, connection: connection)], loop: loop)
             _ = client.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: 1))
         }

@@ -40,8 +40,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     /// After a stop began (nil before), until when a kept-alive connection between requests may
     /// still send one; once it began, a connection closes when its answer is done.
     private var drainUntil: NIODeadline?
-    /// The uid the listener's limits counted this connection for.
-    private var admitted: UInt32?
+    /// Whom the listener's limits counted this connection for, and in which bucket.
+    private var admitted: (peer: ListenerLimits.Peer, allowed: Bool)?
 
     package init(owner: any ConnectionGuardContext, connection: ConnectionState, peer: PeerCredentialsSource) {
         self.owner = owner
@@ -57,7 +57,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
 
     package func channelInactive(context: ChannelHandlerContext) {
         timeout.cancel()
-        if let uid = admitted { owner.limits.release(uid: uid) }
+        if let admitted { owner.limits.release(admitted.peer, allowed: admitted.allowed) }
         admitted = nil
         context.fireChannelInactive()
     }
@@ -75,13 +75,23 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     }
 
     private func peerChecked(_ credentials: SocketPeerCredentials?, _ context: ChannelHandlerContext) {
-        // Fail closed: without credentials nobody is let in.
-        let peer = credentials.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) } ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
+        // Fail closed: without credentials nobody is let in, now or on any later request.
+        let known = credentials.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
+        let peer = known ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
         let settings = owner.connectionSettings
         let metadata: Logger.Metadata = ["listener": "\(owner.listenerName)", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"]
-        switch owner.limits.admit(uid: peer.uid, settings: settings) {
+        // Decided before it is counted: a refused peer takes no place of the admitted (TENANT-12).
+        let allowed = credentials != nil && settings.policy.allows(peer)
+        // Peers on the network (`metrics.listen`) are one uid each by their address, not all one.
+        let key: ListenerLimits.Peer =
+            if peer.uid == PeerCredentialsSource.networkUID, let address = context.channel.remoteAddress?.ipAddress {
+                .address(address)
+            } else {
+                .uid(peer.uid)
+            }
+        switch owner.limits.admit(key, allowed: allowed, settings: settings) {
         case .admitted:
-            admitted = peer.uid
+            admitted = (key, allowed)
         case let full:
             // Closed at once: a peer that holds thousands of connections gets no more (TENANT-6).
             let limit =
@@ -92,8 +102,9 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
             closeCleanly(context)
             return
         }
-        connection.peer = peer
-        connection.decide(credentials != nil && settings.policy.allows(peer))
+        connection.identified(as: known, allowed: allowed)
+        // The idle time was armed before anyone knew whether the peer is let in.
+        if phase == .idle { armTimer(context) }
         if !connection.allowed {
             owner.limits.log(
                 "refused", uid: peer.uid, level: .notice, "connection refused by the \(owner.listenerName)'s access policy", metadata: metadata,
@@ -192,7 +203,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         let end: NIODeadline? =
             switch phase {
             case .serving: nil
-            case .idle: drainUntil ?? context.eventLoop.now + settings.idleTimeout
+            // A refused peer has the request timeout to ask for its 403, not the idle timeout.
+            case .idle: drainUntil ?? context.eventLoop.now + (connection.allowed ? settings.idleTimeout : settings.requestTimeout)
             case .receiving: context.eventLoop.now + settings.requestTimeout
             case .lingering: context.eventLoop.now + Self.linger
             }

@@ -41,8 +41,12 @@ package protocol ConnectionGuardContext: AnyObject, Sendable {
 package final class ConnectionState {
     package init() {}
 
-    /// nil until SO_PEERCRED was read; a connection's requests wait for it.
-    package var peer: PeerCredentials?
+    /// nil until SO_PEERCRED was read; a connection's requests wait for it. A peer whose owner
+    /// could not be found has a placeholder here, and `ownerKnown` false.
+    package private(set) var peer: PeerCredentials?
+    /// Whether the kernel told who the peer is. An unknown owner is refused on every request,
+    /// whatever the lists say, before a reload and after (TENANT-11).
+    package private(set) var ownerKnown = false
     /// Whether its peer is let in, as decided under the lists of `decidedAt`.
     package private(set) var allowed = false
     private var decidedAt: UInt64?
@@ -52,15 +56,19 @@ package final class ConnectionState {
     /// on its next request (TENANT-3).
     package func allowed(under policy: @autoclosure () -> AccessPolicy, generation: UInt64) -> Bool {
         if decidedAt != generation {
-            allowed = policy().allows(peer)
+            allowed = ownerKnown && policy().allows(peer)
             decidedAt = generation
         }
         return allowed
     }
 
-    /// The guard's decision when the connection opens, before anything else is read.
-    func decide(_ allowed: Bool) {
-        self.allowed = allowed
+    /// Who the peer is (`nil`: the kernel could not say: a placeholder nobody's lists name, and
+    /// refused whatever they say), and the guard's decision when the connection opens, before
+    /// anything else is read.
+    package func identified(as peer: PeerCredentials?, allowed: Bool) {
+        self.peer = peer ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
+        ownerKnown = peer != nil
+        self.allowed = ownerKnown && allowed
         decidedAt = nil
     }
 }

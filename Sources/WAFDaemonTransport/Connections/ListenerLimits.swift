@@ -7,13 +7,40 @@ import Glibc
 
 /// One listener's share of what a peer may take (TENANT-6): at most `socket.maxConnections`
 /// connections, at most `socket.maxConnectionsPerUser` from one uid; beyond either a new
-/// connection is closed at once. What it refuses, and the peers its lists refuse, are logged at
-/// most once a minute per uid, with how many there were: a peer that is refused in a loop cannot
-/// fill the journal.
+/// connection is closed at once. A peer the lists refuse counts apart, in a bucket of its own
+/// with the same limits (TENANT-12): it waits for its 403 without taking a place an admitted peer
+/// could have. On `metrics.listen`, whose peers are on the network, "one uid" is one address.
+/// What it refuses, and the peers its lists refuse, are logged at most once a minute per uid,
+/// with how many there were: a peer that is refused in a loop cannot fill the journal.
 package final class ListenerLimits: Sendable {
-    private struct State {
+    /// Whose connections count together: a local uid, or a remote address.
+    package enum Peer: Hashable, Sendable {
+        case uid(UInt32)
+        case address(String)
+    }
+
+    private struct Counts {
         var open = 0
-        var byUser: [UInt32: Int] = [:]
+        var byPeer: [Peer: Int] = [:]
+
+        mutating func admit(_ peer: Peer, settings: ConnectionSettings) -> Admission {
+            if open >= settings.maxConnections { return .listenerFull }
+            if byPeer[peer, default: 0] >= settings.maxConnectionsPerUser { return .userFull }
+            open += 1
+            byPeer[peer, default: 0] += 1
+            return .admitted
+        }
+
+        mutating func release(_ peer: Peer) {
+            open -= 1
+            let left = byPeer[peer, default: 1] - 1
+            byPeer[peer] = left > 0 ? left : nil
+        }
+    }
+
+    private struct State {
+        var admitted = Counts()
+        var refused = Counts()
         /// Per reason and uid: when its minute began, and how many were not logged since.
         var logged: [LogKey: (since: Int, unlogged: Int)] = [:]
     }
@@ -33,27 +60,23 @@ package final class ListenerLimits: Sendable {
 
     package init() {}
 
-    /// Counts a connection from `uid` in, unless it would pass a limit.
-    package func admit(uid: UInt32, settings: ConnectionSettings) -> Admission {
+    /// Counts a connection from `peer` in, unless it would pass a limit: among the admitted when
+    /// the lists let it in, else among the refused.
+    package func admit(_ peer: Peer, allowed: Bool, settings: ConnectionSettings) -> Admission {
         state.withLockedValue { state in
-            if state.open >= settings.maxConnections { return .listenerFull }
-            if state.byUser[uid, default: 0] >= settings.maxConnectionsPerUser { return .userFull }
-            state.open += 1
-            state.byUser[uid, default: 0] += 1
-            return .admitted
+            allowed ? state.admitted.admit(peer, settings: settings) : state.refused.admit(peer, settings: settings)
         }
     }
 
-    /// An admitted connection of `uid` closed.
-    package func release(uid: UInt32) {
+    /// A connection counted by `admit(_:allowed:settings:)` closed.
+    package func release(_ peer: Peer, allowed: Bool) {
         state.withLockedValue { state in
-            state.open -= 1
-            let left = state.byUser[uid, default: 1] - 1
-            state.byUser[uid] = left > 0 ? left : nil
+            if allowed { state.admitted.release(peer) } else { state.refused.release(peer) }
         }
     }
 
-    package var openConnections: Int { state.withLockedValue { $0.open } }
+    /// Connections the lists let in, open now.
+    package var openConnections: Int { state.withLockedValue { $0.admitted.open } }
 
     /// Logs `message` for `uid`, unless one for the same reason and uid was logged less than a
     /// minute ago: then it is counted, and the next line that goes out says how many were not.

@@ -79,7 +79,7 @@ package final class Listener: Sendable {
                 try await SocketFile.prepare(path)
                 channel = try await bootstrap.bind(unixDomainSocketPath: path).get()
                 ownedPath = path
-                guard chmod(path, mode_t(mode)) == 0 else {
+                guard SocketFile.setMode(path, mode) else {
                     try? await channel.close()
                     throw ListenerFailure("cannot set mode 0\(String(mode, radix: 8)) on \(path): \(String(cString: strerror(errno)))")
                 }

@@ -34,6 +34,20 @@ package enum SocketFile {
         }
     }
 
+    /// Sets the mode of the socket just bound at `path`, never of what a link there points to:
+    /// the path is not followed (`AT_SYMLINK_NOFOLLOW`; glibc does it through the descriptor of
+    /// the path itself), and must be a socket. A link swapped in between bind and chmod would
+    /// otherwise give the daemon's mode to a file of the attacker's choosing.
+    package static func setMode(_ path: String, _ mode: UInt16) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return false }
+        guard info.st_mode & S_IFMT == S_IFSOCK else {
+            errno = ENOTSOCK
+            return false
+        }
+        return fchmodat(AT_FDCWD, path, mode_t(mode), AT_SYMLINK_NOFOLLOW) == 0
+    }
+
     package enum Probe {
         case served
         case stale

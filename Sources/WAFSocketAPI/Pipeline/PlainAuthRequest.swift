@@ -14,7 +14,7 @@ enum PlainAuthRequest {
         let selector: Range<Int>?
         /// Every `Cookie` header's value, in order.
         var cookies: [Range<Int>] = []
-        /// The first `X-Forwarded-Uri`, else the first `X-Original-URI` (as the codec path reads them).
+        /// The one `X-Forwarded-Uri` or `X-Original-URI` (a request with both goes to the codec).
         var forwardedURI: Range<Int>?
         var originalURI: Range<Int>?
         var forwardedHost: Range<Int>?
@@ -26,19 +26,25 @@ enum PlainAuthRequest {
     static func decide(_ head: UnsafeRawBufferPointer) -> Decision? {
         guard let (selector, headers) = PlainTokenRequest.target(head, path: path) else { return nil }
         var decision = Decision(selector: selector)
+        // A forwarding header given twice, or both URI headers, or a comma list: the codec's
+        // path decides whether they agree (`ForwardedRequest`, TENANT-13).
+        var ambiguous = false
         let clean = PlainTokenRequest.scanHeaders(head, from: headers) { name, value in
             let value = trimmed(head, value)
             if PlainTokenRequest.matches(head, name, cookie) {
                 decision.cookies.append(value)
-            } else if decision.forwardedURI == nil, PlainTokenRequest.matches(head, name, forwardedURI) {
+            } else if PlainTokenRequest.matches(head, name, forwardedURI) {
+                ambiguous = ambiguous || decision.forwardedURI != nil || decision.originalURI != nil
                 decision.forwardedURI = value
-            } else if decision.originalURI == nil, PlainTokenRequest.matches(head, name, originalURI) {
+            } else if PlainTokenRequest.matches(head, name, originalURI) {
+                ambiguous = ambiguous || decision.originalURI != nil || decision.forwardedURI != nil
                 decision.originalURI = value
-            } else if decision.forwardedHost == nil, PlainTokenRequest.matches(head, name, forwardedHost) {
+            } else if PlainTokenRequest.matches(head, name, forwardedHost) {
+                ambiguous = ambiguous || decision.forwardedHost != nil || head[value].contains(UInt8(ascii: ","))
                 decision.forwardedHost = value
             }
         }
-        return clean ? decision : nil
+        return clean && !ambiguous ? decision : nil
     }
 
     /// Without the blanks around a header's value, as the codec reads it.

@@ -113,7 +113,8 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
             guard !stopped, let entry = provider(for: selector) else { return switchToCodec(context) }
             let cache = cache(for: entry)
             if cache.refresh(
-                entry: entry, second: Int(time(nil)), generation: api.generation.current, allocator: context.channel.allocator)
+                entry: entry, peer: connection.peer, second: Int(time(nil)), generation: api.generation.current,
+                allocator: context.channel.allocator)
             {
                 flushCounts()
             }
@@ -162,8 +163,8 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
             range.flatMap { buffer.getBytes(at: buffer.readerIndex + $0.lowerBound, length: $0.count) } ?? []
         }
         var selector = bytes(request.selector)
-        if request.selector == nil, let host = request.forwardedHost,
-            let name = APIHandler.forwardedHost(String(decoding: bytes(host), as: UTF8.self)), api.providers.covering(domain: name) != nil
+        if request.selector == nil, let host = request.forwardedHost, api.endpointOptions.selectByForwardedHost,
+            let name = ForwardedRequest.hostWithoutPort(String(decoding: bytes(host), as: UTF8.self)), api.providers.covering(domain: name) != nil
         {
             selector = Array("domain=\(name)".utf8)
         }
@@ -173,7 +174,9 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         for cookie in request.cookies { key += bytes(cookie) + [0] }
         let (second, generation) = (Int(time(nil)), api.generation.current)
         if let lastAuth, lastAuth.second == second, lastAuth.generation == generation, lastAuth.key == key { return lastAuth.answer }
-        guard let cached = entry.currentToken else { return nil }
+        // The token and the lists read together (TENANT-2): never a new identity's token to a
+        // peer the lists of the old one let in.
+        guard let cached = entry.token(for: connection.peer) else { return nil }
         let uri = request.uri.map { String(decoding: bytes($0), as: UTF8.self) } ?? "/"
         let reply = APIHandler.authReply(
             cached.token, entry: entry, uri: uri, cookies: request.cookies.map { String(decoding: bytes($0), as: UTF8.self) })

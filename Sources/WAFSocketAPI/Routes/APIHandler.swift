@@ -42,6 +42,10 @@ final class APIHandler: ChannelInboundHandler {
     /// The request that waits for a later answer, and what it gets when the daemon's stop comes
     /// first: what there is then.
     private var waiting: (head: HTTPRequestHead, endpoint: String, atStop: @Sendable () -> HTTPReply)?
+    /// The provider's wait behind it: withdrawn once the request is answered otherwise (its
+    /// timeout, the stop) or the client leaves, so that the provider forgets the callback at once
+    /// instead of holding it until RET-3 while fetches fail (TENANT-12).
+    var pendingWait: WAFTokenWait?
     var stream: UInt64?
 
     init(api: APIContext, connection: ConnectionState, restartDecoder: @escaping () -> Void) {
@@ -80,6 +84,8 @@ final class APIHandler: ChannelInboundHandler {
         bodyTimer?.cancel()
         answerTimer?.cancel()
         answerTimer = nil
+        pendingWait?.cancel()
+        pendingWait = nil
         if let stream { api.events.unsubscribe(stream) }
         stream = nil
         context.fireChannelInactive()
@@ -168,6 +174,8 @@ final class APIHandler: ChannelInboundHandler {
         waiting = nil
         answerTimer?.cancel()
         answerTimer = nil
+        pendingWait?.cancel()
+        pendingWait = nil
         guard context.channel.isActive else { return }
         let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
         var headers = HTTPHeaders(response.headers)

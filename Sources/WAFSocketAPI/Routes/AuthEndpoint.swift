@@ -12,17 +12,23 @@ extension APIHandler {
     /// `forward_auth`, Traefik `ForwardAuth`, Envoy `ext_authz`): 200 with `X-Aws-Waf-Token` and
     /// the `Cookie` the proxy should forward (the request's own cookies, its `aws-waf-token`
     /// replaced by the token where COOK-1's path covers the original request), for the provider
-    /// a selector names, else the one whose domain `X-Forwarded-Host` is or is below, else the
-    /// implicit one. Without a token yet it waits `auth.tokenWaitSec`, then 503 with Retry-After.
-    /// Authorised as a token read.
+    /// a selector names, else (with `auth.selectByForwardedHost`) the one whose domain
+    /// `X-Forwarded-Host` is or is below, else the implicit one. Forwarding headers that disagree
+    /// get 400 and no token (TENANT-13). Without a token yet it waits `auth.tokenWaitSec`, then
+    /// 503 with Retry-After. Authorised as a token read.
     func auth(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
+        let forwarded: ForwardedRequest
+        switch ForwardedRequest.read({ head.headers[$0] }, selectByHost: api.endpointOptions.selectByForwardedHost) {
+        case .success(let read): forwarded = read
+        case .failure(let refusal): return respond(context, head, HTTPReply.error(.badRequest, "badRequest", refusal.message), endpoint: "/v1/auth")
+        }
         var selection = query
-        if query["provider"] == nil, query["domain"] == nil, let host = Self.forwardedHost(head), api.providers.covering(domain: host) != nil {
+        if query["provider"] == nil, query["domain"] == nil, let host = forwarded.host, api.providers.covering(domain: host) != nil {
             selection["domain"] = host
         }
         guard let entry = provider(for: selection, context, head, endpoint: "/v1/auth") else { return }
         let peer = connection.peer
-        let original = head.headers.first(name: "X-Forwarded-Uri") ?? head.headers.first(name: "X-Original-URI") ?? "/"
+        let original = forwarded.uri
         let cookies = head.headers["Cookie"]
         if let cached = entry.token(for: peer) {
             return respond(context, head, Self.authReply(cached.token, entry: entry, uri: original, cookies: cookies), endpoint: "/v1/auth")
@@ -32,7 +38,7 @@ extension APIHandler {
             .serviceUnavailable, "noToken", "no token within auth.tokenWaitSec; the provider goes on trying", headers: [("Retry-After", "1")])
         guard wait > .zero else { return respond(context, head, unavailable, endpoint: "/v1/auth") }
         let reply = answerLater(context, head, endpoint: "/v1/auth", timeout: wait, onTimeout: unavailable)
-        entry.provider.onTokenReady { _, _ in
+        pendingWait = entry.provider.onTokenReady { _, _ in
             reply(entry.token(for: peer).map { Self.authReply($0.token, entry: entry, uri: original, cookies: cookies) } ?? unavailable)
         }
     }
@@ -47,25 +53,5 @@ extension APIHandler {
         let cookie = WAFCookie.merged(cookies, token: covered ? token.value : nil)
         if !cookie.isEmpty { headers.append(("Cookie", cookie)) }
         return HTTPReply(status: .ok, headers: headers, body: [])
-    }
-
-    /// The host the proxy forwards to: the first of `X-Forwarded-Host`, without its port.
-    static func forwardedHost(_ head: HTTPRequestHead) -> String? {
-        head.headers.first(name: "X-Forwarded-Host").flatMap(forwardedHost)
-    }
-
-    /// The first host of an `X-Forwarded-Host` value, without its port.
-    static func forwardedHost(_ header: String) -> String? {
-        guard let value = header.split(separator: ",").first else { return nil }
-        var host = value.trimmingCharacters(in: " \t")
-        if host.hasPrefix("[") { return host.split(separator: "]").first.map { String($0.dropFirst()) } }
-        if let colon = host.lastIndex(of: ":"), host.firstIndex(of: ":") == colon { host = String(host[..<colon]) }
-        return host.isEmpty ? nil : host
-    }
-}
-
-extension Substring {
-    fileprivate func trimmingCharacters(in set: String) -> String {
-        String(drop { set.contains($0) }.reversed().drop { set.contains($0) }.reversed())
     }
 }

@@ -21,17 +21,20 @@ extension APIHandler {
         // Decided per event: a provider a reload adds is seen by the streams its lists allow, and
         // one whose lists no longer allow the peer is not (TENANT-3).
         let allowed: @Sendable (String) -> Bool = { name in providers.named(name)?.allows(peer) == true }
+        // The listener's own lists too: a reload that takes the peer off the socket's lists ends
+        // its streams, with or without a selector.
+        let listenerAllows: @Sendable () -> Bool = { [api] in peer.map(api.settings.policy.allows) ?? false }
         let wants: @Sendable (String) -> Bool
         let stillAllowed: @Sendable () -> Bool
         if query["provider"] != nil || query["domain"] != nil {
             guard let entry = provider(for: query, context, head, endpoint: "/v1/events") else { return }
             entries = [entry]
             wants = { [name = entry.name] in $0 == name && allowed(name) }
-            stillAllowed = { [name = entry.name] in allowed(name) }
+            stillAllowed = { [name = entry.name] in listenerAllows() && allowed(name) }
         } else {
             entries = providers.visibleProviders(to: peer)
             wants = allowed
-            stillAllowed = { true }
+            stillAllowed = listenerAllows
         }
         let headers = HTTPHeaders([
             ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("Date", HTTPReply.date()),

@@ -24,7 +24,7 @@ extension APIHandler {
             let reply = answerLater(
                 context, head, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text),
                 atStop: { entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? APIHandler.stopping })
-            provider.onTokenReady { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
+            pendingWait = provider.onTokenReady { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
             return
         }
         if provider.configuration.backgroundRefreshEnabled {
@@ -40,8 +40,8 @@ extension APIHandler {
     }
 
     /// "This token was refused, get a new one" (RET-8), answered like `?wait=` (default 30 s). A
-    /// forced fetch at most once per `refresh.minForcedIntervalSec` (TENANT-4): inside it, the
-    /// token fetched last, or the next one the provider gets on its own.
+    /// forced fetch at most once per `refresh.minForcedIntervalSec` (TENANT-4): inside it, what
+    /// that fetch answered (its token, or its failure with Retry-After for the rest of the interval).
     func refresh(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let text = query["wait"] ?? String(Int(Self.defaultRefreshWait))
         guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/refresh") }
@@ -52,10 +52,18 @@ extension APIHandler {
             context, head, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text),
             atStop: { entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? APIHandler.stopping })
         let answer: WAFTokenResultCallback = { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
-        guard entry.forcedRefresh.request(entry.provider, answer) == .limited else { return }
-        // A forced fetch ran less than the interval ago: its token, or the provider's next.
+        let (decision, forced) = entry.forcedRefresh.request(entry.provider, answer)
+        pendingWait = forced
+        guard case .limited(let failure, let retryAfter) = decision else { return }
+        // A forced fetch ran less than the interval ago. It failed: the same failure, until the
+        // interval ends (never the old token as if refreshed). It succeeded: its token (or a newer
+        // one), else the provider's next.
+        if let failure {
+            let seconds = max(1, retryAfter.components.seconds + (retryAfter.components.attoseconds > 0 ? 1 : 0))
+            return reply(.error(.serviceUnavailable, failure.name, failure.description, headers: [("Retry-After", "\(seconds)")]))
+        }
         if let cached = entry.token(for: peer) { return reply(Self.tokenResponse(cached, plainText: plainText)) }
-        entry.provider.onTokenReady(answer)
+        pendingWait = entry.provider.onTokenReady(answer)
     }
 
     /// The answer to a request that waited for the provider: the token only if `peer` may have it

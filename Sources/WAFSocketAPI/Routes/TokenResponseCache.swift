@@ -24,14 +24,15 @@ final class TokenResponseCache {
 
     /// Brings the answers up to date; returns true when they were rebuilt.
     @discardableResult
-    func refresh(entry: ProviderEntry, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
+    func refresh(entry: ProviderEntry, peer: PeerCredentials?, second: Int, generation: UInt64, allocator: ByteBufferAllocator) -> Bool {
         guard second != self.second || generation != self.generation else { return false }
         self.second = second
         self.generation = generation
         answersFromCache = entry.provider.configuration.backgroundRefreshEnabled
         let date = HTTPReply.date(seconds: second)
-        // The token of the identity the entry answers for, none while a reload switches it.
-        if let cached = entry.currentToken {
+        // The token of the identity the entry answers for, none while a reload switches it; read
+        // with the lists of that identity (TENANT-2).
+        if let cached = entry.token(for: peer) {
             status = 200
             json = HTTPReply.json(.ok, TokenBody(cached)).encoded(keepAlive: true, date: date, allocator: allocator)
             plainText = HTTPReply.text(.ok, cached.token.value).encoded(keepAlive: true, date: date, allocator: allocator)

@@ -54,9 +54,19 @@ final class ProviderDriver: @unchecked Sendable {
 
     func request(_ request: ProviderMachine.Request, _ callback: Waiting) {
         lastWaiterID &+= 1
-        let id = ProviderMachine.WaiterID(lastWaiterID)
+        self.request(request, callback, id: ProviderMachine.WaiterID(lastWaiterID))
+    }
+
+    /// A request whose id the caller chose (`WAFTokenWait`), from the ids above the driver's own.
+    func request(_ request: ProviderMachine.Request, _ callback: Waiting, id: ProviderMachine.WaiterID) {
         waiting[id] = callback
         send(.request(id, request))
+    }
+
+    /// The caller of `id` stopped waiting: its callback goes now, never called.
+    func withdraw(_ id: ProviderMachine.WaiterID) {
+        guard waiting.removeValue(forKey: id) != nil else { return }
+        send(.withdraw(id))
     }
 
     func status() -> WAFProviderStatus {

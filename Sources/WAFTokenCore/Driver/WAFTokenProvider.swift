@@ -25,6 +25,8 @@ public final class WAFTokenProvider: Sendable {
     private let driver: ProviderDriver
     private let scheduler: any WAFScheduler
     private let observerIDs = NIOLockedValueBox<UInt64>(0)
+    /// Ids of waits a caller may withdraw: above the driver's own (the top bit set).
+    private let waitIDs = NIOLockedValueBox<UInt64>(0)
 
     /// Builds the provider and starts it: with background refresh, the first fetch begins at once
     /// (TOK-1).
@@ -92,14 +94,16 @@ public final class WAFTokenProvider: Sendable {
 
     /// TOK-3: the callback gets an active token on a background thread, at once if the cached one
     /// is fresh; or `allRetriesFailed` after `maxRetryCount` retries (RET-3).
-    public func onTokenReady(_ callback: @escaping WAFTokenResultCallback) {
-        scheduler.execute { [driver] in driver.request(.ready(force: false), .result(callback)) }
+    @discardableResult
+    public func onTokenReady(_ callback: @escaping WAFTokenResultCallback) -> WAFTokenWait {
+        wait(.ready(force: false), callback)
     }
 
     /// `onTokenReady` with a callback that may throw: the error is logged as the SDK does
     /// ("Exception occurred in customer implementation of tokenResultCallback") and reported as a
     /// `callbackFailed` event (TOK-6).
-    public func onTokenReady(_ callback: @escaping WAFThrowingTokenResultCallback) {
+    @discardableResult
+    public func onTokenReady(_ callback: @escaping WAFThrowingTokenResultCallback) -> WAFTokenWait {
         onTokenReady(containing(callback))
     }
 
@@ -110,8 +114,22 @@ public final class WAFTokenProvider: Sendable {
 
     /// RET-8: get a new token now even if the cached one is fresh ("this token was refused"),
     /// joining a fetch in flight; answered like `onTokenReady`. The cached token stays meanwhile.
-    public func refreshToken(_ callback: @escaping WAFTokenResultCallback) {
-        scheduler.execute { [driver] in driver.request(.ready(force: true), .result(callback)) }
+    @discardableResult
+    public func refreshToken(_ callback: @escaping WAFTokenResultCallback) -> WAFTokenWait {
+        wait(.ready(force: true), callback)
+    }
+
+    /// A request whose caller may stop waiting: `cancel()` forgets the callback, which is then
+    /// never called (a caller with its own deadline, so that callbacks do not pile up while
+    /// fetches fail until RET-3).
+    private func wait(_ request: ProviderMachine.Request, _ callback: @escaping WAFTokenResultCallback) -> WAFTokenWait {
+        let id = ProviderMachine.WaiterID(
+            1 << 63
+                | waitIDs.withLockedValue {
+                    $0 &+= 1; return $0
+                })
+        scheduler.execute { [driver] in driver.request(request, .result(callback), id: id) }
+        return WAFTokenWait { [scheduler, driver] in scheduler.execute { driver.withdraw(id) } }
     }
 
     /// `refreshToken` for async code.
@@ -274,4 +292,17 @@ private struct WeakDriver: Sendable {
     init(_ driver: ProviderDriver) {
         self.driver = driver
     }
+}
+
+/// A wait for a token (`onTokenReady`, `refreshToken`) that its caller may give up.
+public final class WAFTokenWait: Sendable {
+    private let withdraw: @Sendable () -> Void
+
+    package init(_ withdraw: @escaping @Sendable () -> Void) {
+        self.withdraw = withdraw
+    }
+
+    /// Stops waiting: the callback is forgotten and will not be called (unless its answer is
+    /// already on its way).
+    public func cancel() { withdraw() }
 }

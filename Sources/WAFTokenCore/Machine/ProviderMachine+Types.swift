@@ -69,6 +69,9 @@ extension ProviderMachine {
         case timerFired(ID)
         case lifecycle(WAFLifecycleState)
         case request(WaiterID, Request)
+        /// The caller of that request no longer waits (its own deadline passed): it is forgotten,
+        /// and no answer goes to it. What it set going (an attempt) runs on as for anyone.
+        case withdraw(WaiterID)
         /// `loadTokenIntoProvider` (OBJ-3); a nil date means "fetched now".
         case load(String, fetchedAt: Date?)
         case reconfigure(Settings)

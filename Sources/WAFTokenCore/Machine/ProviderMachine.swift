@@ -68,6 +68,7 @@ public struct ProviderMachine: Sendable {
         case .timerFired(let id): timerFired(id)
         case .lifecycle(let state): setLifecycle(state)
         case .request(let id, let request): requested(id, request)
+        case .withdraw(let id): waiters.removeAll { $0.id == id }
         case .load(let value, let fetchedAt): load(value, fetchedAt: fetchedAt ?? clock.wall)
         case .reconfigure(let settings): reconfigure(settings)
         case .callbackFailed(let description):

@@ -16,6 +16,8 @@ public enum ModelStep: Sendable, Hashable, CustomStringConvertible {
     case fetchFails(Int)
     case lifecycle(WAFLifecycleState)
     case request(ProviderMachine.Request)
+    /// The waiting caller of that index (in the order they asked) stops waiting (TENANT-12).
+    case withdraw(Int)
     /// `loadTokenIntoProvider` with a fetch time this far before now (negative: in the future),
     /// or with one of the absurd dates of `ModelStep.absurdDates`.
     case load(secondsAgo: Double)
@@ -46,6 +48,7 @@ public enum ModelStep: Sendable, Hashable, CustomStringConvertible {
         case .fetchFails(let index): "fetchFails(\(Self.errors[index % Self.errors.count].name))"
         case .lifecycle(let state): "lifecycle(\(state))"
         case .request(let request): "request(\(request))"
+        case .withdraw(let index): "withdraw(\(index))"
         case .load(let ago): "load(secondsAgo: \(ago))"
         case .loadAbsurd(let index): "loadAbsurd(\(Self.absurdDates[index % Self.absurdDates.count]))"
         case .reload(let index): "reload(\(index))"
@@ -70,7 +73,8 @@ public enum ModelStep: Sendable, Hashable, CustomStringConvertible {
         case 70..<80:
             let requests: [ProviderMachine.Request] = [.ready(force: false), .ready(force: true), .onDemand]
             return .request(requests[Int(random.next() % 3)])
-        case 80..<85: return .load(secondsAgo: [-60, 0, 1, 150, 299, 300, 301, 3600, 86_400 * 400][Int(random.next() % 9)])
+        case 80..<82: return .withdraw(Int(random.next() % 4))
+        case 82..<85: return .load(secondsAgo: [-60, 0, 1, 150, 299, 300, 301, 3600, 86_400 * 400][Int(random.next() % 9)])
         case 85..<88: return .loadAbsurd(Int(random.next() % UInt64(absurdDates.count)))
         case 88..<97: return .reload(Int(random.next() % UInt64(max(1, reloadVariants))))
         default: return random.next() % 4 == 0 ? .stop : .advance(.seconds(1))

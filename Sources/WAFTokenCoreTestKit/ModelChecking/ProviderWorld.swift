@@ -37,6 +37,8 @@ public struct ProviderWorld {
     public private(set) var snapshot: ProviderSnapshot?
     /// Callers who asked and have not been answered.
     public private(set) var waiting: Set<ProviderMachine.WaiterID> = []
+    /// Callers who stopped waiting: the machine must never answer them.
+    public private(set) var withdrawn: Set<ProviderMachine.WaiterID> = []
     /// How often each caller was answered.
     public private(set) var answers: [ProviderMachine.WaiterID: Int] = [:]
     /// What each caller asked for.
@@ -91,6 +93,13 @@ public struct ProviderWorld {
             waiting.insert(id)
             requests[id] = request
             handle(.request(id, request), observe: observe)
+        case .withdraw(let index):
+            let ordered = waiting.sorted { $0.rawValue < $1.rawValue }
+            guard !ordered.isEmpty else { return }
+            let id = ordered[index % ordered.count]
+            waiting.remove(id)
+            withdrawn.insert(id)
+            handle(.withdraw(id), observe: observe)
         case .load(let secondsAgo):
             load(clock.wall.addingTimeInterval(-secondsAgo), observe: observe)
         case .loadAbsurd(let index):

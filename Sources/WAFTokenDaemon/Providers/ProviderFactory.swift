@@ -48,11 +48,11 @@ struct ProviderFactory: Sendable {
             status.report()
         }
         let entry = ProviderEntry(
-            name: name, provider: provider, access: Self.access(configuration, socket: socket, logger: logger),
+            name: name, provider: provider, access: Self.access(configuration, in: daemon, socket: socket, logger: logger),
             forcedRefresh: ForcedRefresh(interval: .seconds(daemon[Keys.refreshMinForcedIntervalSec])) { decision in
                 metrics.countForcedRefresh(provider: name, decision)
-            })
-        return (entry, ProxyController(entry: entry, metrics: metrics, logger: logger))
+            }, generation: generation)
+        return (entry, ProxyController(entry: entry, metrics: metrics, budget: parts.budget, logger: logger))
     }
 
     /// Stops a provider that is gone from the configuration: no more fetches, its proxy closed.
@@ -62,13 +62,15 @@ struct ProviderFactory: Sendable {
         await proxy?.stop()
     }
 
-    /// The provider's `allowedUsers` and `allowedGroups` (a list it leaves out: none), else the
-    /// socket's policy itself.
-    static func access(_ configuration: ProviderConfiguration, socket: AccessPolicy, logger: Logger) -> AccessPolicy {
-        let users = configuration[Keys.providerAllowedUsers], groups = configuration[Keys.providerAllowedGroups]
-        guard users != nil || groups != nil else { return socket }
+    /// Who may take the provider's token (`DaemonConfiguration.readers(of:)`, TENANT-10): its own
+    /// lists as a pair, else the socket's policy itself.
+    static func access(
+        _ configuration: ProviderConfiguration, in daemon: DaemonConfiguration, socket: AccessPolicy, logger: Logger
+    ) -> AccessPolicy {
+        let readers = daemon.readers(of: configuration)
+        guard readers != daemon.socketLists else { return socket }
         return AccessPolicy(
-            allowedUsers: users ?? [], allowedGroups: groups ?? [], keyPrefix: "providers.\(configuration.name)", logger: logger)
+            allowedUsers: readers.users, allowedGroups: readers.groups, keyPrefix: "providers.\(configuration.name)", logger: logger)
     }
 }
 

@@ -93,6 +93,8 @@ final class Reloader: Sendable {
 
     private func prepare(_ plan: ReloadPlan) async throws(DaemonFailure) -> Prepared {
         let new = plan.new
+        let meaningless = SandboxCheck.problems(new)
+        if !meaningless.isEmpty { throw DaemonFailure(.configuration, meaningless.joined(separator: "; ")) }
         let socket = ConnectionSettings(new, logger: logger)
         let fetcher = plan.rebuildsFetcher ? try TokenFetcherSettings(new).makeFetcher(logger: logger) : nil
         // One app, one lifecycle: a provider added starts in the state the others are in.
@@ -188,6 +190,6 @@ final class Reloader: Sendable {
     }
 
     private func access(_ provider: ProviderConfiguration, _ prepared: Prepared) -> AccessPolicy {
-        ProviderFactory.access(provider, socket: prepared.socket.policy, logger: logger)
+        ProviderFactory.access(provider, in: prepared.plan.new, socket: prepared.socket.policy, logger: logger)
     }
 }

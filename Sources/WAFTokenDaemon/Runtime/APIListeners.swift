@@ -59,14 +59,35 @@ struct APIListeners: Sendable {
         }
     }
 
-    /// A reload's new lists and timeouts (the addresses change at the next start).
+    /// A reload's new lists and timeouts. The addresses change at the next start only, so a
+    /// listener the new configuration moves or removes runs on where it is: it keeps the lists it
+    /// was started with, never the new configuration's, which do not describe it (a dropped
+    /// `auth:` block once opened `auth.listen` to every uid; TENANT-11).
     func reconfigure(_ configuration: DaemonConfiguration, logger: Logger) {
         let options = APIContext.Options(
-            lifecycleAccess: .lifecycle(configuration, logger: logger), authTokenWait: .seconds(Int64(configuration[Keys.authTokenWaitSec])))
-        socket.api.settings = ConnectionSettings(configuration, logger: logger)
+            lifecycleAccess: .lifecycle(configuration, logger: logger), authTokenWait: .seconds(Int64(configuration[Keys.authTokenWaitSec])),
+            selectByForwardedHost: configuration[Keys.authSelectByForwardedHost])
+        let socketAddress = Listener.Address.unix(path: configuration[Keys.socketPath], mode: 0)
+        Self.reconfigure(socket, ConnectionSettings(configuration, logger: logger), stays: socketAddress, logger: logger)
         probes?.api.settings = Self.probeSettings(configuration, logger: logger)
-        auth?.api.settings = Self.authSettings(configuration, logger: logger)
+        if let auth {
+            let address = configuration[Keys.authListen].map { Listener.Address.tcp(host: $0.host, port: $0.port) }
+            Self.reconfigure(auth, Self.authSettings(configuration, logger: logger), stays: address, logger: logger)
+        }
         for server in all { server.api.endpointOptions = options }
+    }
+
+    /// `server` takes `settings`, with its old lists unless the new configuration still puts it
+    /// at the address it listens on.
+    private static func reconfigure(_ server: SocketServer, _ settings: ConnectionSettings, stays address: Listener.Address?, logger: Logger) {
+        var settings = settings
+        if address.map(server.address.sameEndpoint) != true {
+            settings.policy = server.api.settings.policy
+            logger.notice(
+                "\(server.api.listenerName) keeps the lists it started with until the next start: the new configuration moves or removes it",
+                metadata: ["listening": "\(server.listening)"])
+        }
+        server.api.settings = settings
     }
 
     func stop(grace: Duration) async {
@@ -93,7 +114,7 @@ struct APIListeners: Sendable {
     private static func authSettings(_ configuration: DaemonConfiguration, logger: Logger) -> ConnectionSettings {
         var settings = ConnectionSettings(configuration, logger: logger)
         settings.policy = AccessPolicy(
-            allowedUsers: configuration[Keys.authAllowedUsers], allowedGroups: configuration[Keys.authAllowedGroups], keyPrefix: "auth",
+            allowedUsers: configuration[Keys.authAllowedUsers], allowedGroups: configuration[Keys.authAllowedGroups], keyPrefix: "auth", tcp: true,
             logger: logger)
         return settings
     }

@@ -105,7 +105,7 @@ final class DaemonMetrics: Sendable {
     /// `waf_tokend_forced_refreshes_total{provider, result}`: `fetched`, `joined` or `limited`
     /// (refresh.minForcedIntervalSec, TENANT-4).
     func countForcedRefresh(provider: String, _ decision: ForcedRefresh.Decision) {
-        counter(in: forcedRefreshes, label: "waf_tokend_forced_refreshes_total", dimensions: [("provider", provider), ("result", "\(decision)")])
+        counter(in: forcedRefreshes, label: "waf_tokend_forced_refreshes_total", dimensions: [("provider", provider), ("result", decision.name)])
             .increment()
     }
 

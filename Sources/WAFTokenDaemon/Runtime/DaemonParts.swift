@@ -1,4 +1,5 @@
 import Logging
+import WAFDaemonTransport
 import WAFProviderRegistry
 import WAFSocketAPI
 import WAFTokenStorage
@@ -17,5 +18,7 @@ struct DaemonParts: Sendable {
     let api: APIContext
     let listeners: APIListeners
     let notifier: any ServiceNotifier
+    /// What connections may hold of their peers' bytes (`limits.bufferedBytes`, TENANT-12).
+    let budget: MemoryBudget
     let logger: Logger
 }

@@ -28,6 +28,9 @@ struct DaemonRuntime {
         configuration: DaemonConfiguration, sources: ConfigurationSources, notifier: any ServiceNotifier, inherited: [InheritedListener],
         integration: DaemonIntegration, demo: Bool, logger: Logger
     ) async throws(DaemonFailure) -> DaemonRuntime {
+        // Lists the sandbox would make meaningless are refused before anything starts (TENANT-14).
+        let meaningless = SandboxCheck.problems(configuration)
+        if !meaningless.isEmpty { throw DaemonFailure(.configuration, meaningless.joined(separator: "; ")) }
         // The client first (a CA file that cannot be read is a configuration error), then the
         // providers, each restoring its saved token; one that fails stops those made before it.
         let fetcher = ReloadableTokenFetcher(try TokenFetcherSettings(configuration).makeFetcher(logger: logger))
@@ -45,7 +48,8 @@ struct DaemonRuntime {
             fetcher: fetcher,
             persistence: TokenPersistence(layout: .init(configuration), logger: logger) { metrics.sinkWritesFailing.record($0) }, metrics: metrics,
             broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),
-            status: StatusReporter(providers: providers, notifier: notifier), api: api, listeners: listeners, notifier: notifier, logger: logger)
+            status: StatusReporter(providers: providers, notifier: notifier), api: api, listeners: listeners, notifier: notifier,
+            budget: MemoryBudget(total: configuration[Keys.limitsBufferedBytes]), logger: logger)
         do throws(DaemonFailure) {
             let factory = ProviderFactory(parts: parts)
             for provider in configuration.providers {

@@ -21,11 +21,17 @@ struct PassedListeners {
 
     var isEmpty: Bool { count == 0 }
 
-    /// The API socket's descriptor: the Unix socket named `api`, else the only one passed.
+    /// The API socket's descriptor: the Unix socket named `api`, else the only one passed, if a
+    /// Unix socket. Never a TCP socket, whatever its name: the API's peer check is `SO_PEERCRED`,
+    /// which a TCP peer does not answer, and every endpoint (tokens included) would be on the
+    /// network (it stays unclaimed, and is logged and closed).
     mutating func takeAPI() -> CInt? {
+        let isUnix = { (entry: (listener: InheritedListener, address: Listener.Address?)) -> Bool in
+            if case .unix? = entry.address { true } else { false }
+        }
         let index =
-            remaining.firstIndex { $0.listener.name == "api" }
-            ?? (count == 1 ? remaining.firstIndex { if case .unix? = $0.address { true } else { false } } : nil)
+            remaining.firstIndex { $0.listener.name == "api" && isUnix($0) }
+            ?? (count == 1 ? remaining.firstIndex(where: isUnix) : nil)
         guard let index else { return nil }
         return remaining.remove(at: index).listener.descriptor
     }

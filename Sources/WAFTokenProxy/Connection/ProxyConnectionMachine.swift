@@ -139,15 +139,20 @@ struct ProxyConnectionMachine {
         case keepAndDispatch
     }
 
-    mutating func bodyArrived(_ count: Int) -> BodyPiece {
+    /// `mayKeep`: whether the memory budget lets the driver keep these bytes for a replay; past
+    /// it the body streams, as one past the replay buffer does (TENANT-12).
+    mutating func bodyArrived(_ count: Int, mayKeep: Bool = true) -> BodyPiece {
         update { exchange in
             if exchange.streaming, exchange.hasUpstream { return .forward }
             exchange.kept += count
-            guard !exchange.streaming, exchange.kept > exchange.replayLimit else { return .keep }
+            guard !exchange.streaming, exchange.kept > exchange.replayLimit || !mayKeep else { return .keep }
             exchange.streaming = true
             return .keepAndDispatch
         } ?? .keep
     }
+
+    /// Whether body bytes that arrive now would be kept for a replay (the budget is asked first).
+    var keepsBodyForReplay: Bool { exchange.map { !$0.streaming } ?? false }
 
     enum RequestEnd: Equatable {
         /// The kept request goes now.

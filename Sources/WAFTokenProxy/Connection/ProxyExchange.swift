@@ -1,4 +1,5 @@
 import NIOCore
+import WAFDaemonTransport
 import WAFHTTPWire
 
 /// The bytes and handles of one proxied request, from its head to its answer's end: what
@@ -28,8 +29,14 @@ final class ProxyExchange {
     /// A challenge's answer, while the machine holds it.
     var held: Answer?
     var sentAt = NIODeadline.now()
+    /// The memory budget's bytes for the body kept: given back when the body goes, or with the exchange.
+    let holding: MemoryBudget.Holding
 
-    init(route: ProxyContext.Route, head: HTTPHead, target: String, framing: HTTPFraming, allocator: ByteBufferAllocator) {
+    init(
+        route: ProxyContext.Route, head: HTTPHead, target: String, framing: HTTPFraming, allocator: ByteBufferAllocator,
+        holding: MemoryBudget.Holding
+    ) {
+        self.holding = holding
         self.route = route
         self.head = head
         self.target = target

@@ -78,7 +78,11 @@ extension ProxyHandler {
         case .answer: break
         }
         let detail = error.map { ": \($0)" } ?? ""
-        proxy.logger.warning("proxy: upstream \(kind.rawValue)\(detail)", metadata: ["upstream": "\(exchange.route.settings.upstream.url)"])
+        // Once a minute per kind of failure, with how many there were: an upstream that is down
+        // fails every request, and one line each would fill the journal (the metric counts them all).
+        proxy.limits.log(
+            "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)\(detail)",
+            metadata: ["upstream": "\(exchange.route.settings.upstream.url)"], logger: proxy.logger)
         switch kind {
         case .timeout:
             answerError(

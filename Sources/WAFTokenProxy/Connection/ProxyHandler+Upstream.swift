@@ -59,7 +59,10 @@ extension ProxyHandler: UpstreamDelegate {
         connection.handler.send(request)
         if attach.sendKept { send(exchange.body, to: connection, framing: framing) }
         // A streamed body's bytes are gone once sent; a kept one stays for a replay.
-        if attach.dropKept { exchange.body.clear() }
+        if attach.dropKept {
+            exchange.body.clear()
+            exchange.holding.releaseAll()
+        }
         if attach.endChunked { connection.handler.send(connection.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
         connection.handler.flush()
         exchange.sentAt = .now()

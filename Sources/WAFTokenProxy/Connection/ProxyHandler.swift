@@ -123,7 +123,9 @@ final class ProxyHandler: ChannelDuplexHandler {
         case .failure(let refusal): return refuse(refusal.reply)
         }
         let replayLimit = route.settings.replayBufferBytes
-        exchange = ProxyExchange(route: route, head: head, target: target, framing: framing, allocator: context.channel.allocator)
+        exchange = ProxyExchange(
+            route: route, head: head, target: target, framing: framing, allocator: context.channel.allocator,
+            holding: MemoryBudget.Holding(proxy.budget, uid: connection.peer?.uid ?? .max))
         let begin = machine.requestBegan(
             framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
             upgrade: head.contains("upgrade"), expectsContinue: framing != .none && head.lists("expect", "100-continue"), replayLimit: replayLimit)
@@ -183,7 +185,9 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func bodyArrived(_ piece: ByteBuffer) {
         guard let exchange else { return }
-        switch machine.bodyArrived(piece.readableBytes) {
+        // A body is kept for a replay only within the memory budget (TENANT-12); past it, it streams.
+        let mayKeep = !machine.keepsBodyForReplay || exchange.holding.grow(by: piece.readableBytes)
+        switch machine.bodyArrived(piece.readableBytes, mayKeep: mayKeep) {
         case .forward:
             if let upstream = exchange.upstream, let framing = machine.exchange?.upstreamFraming { send(piece, to: upstream, framing: framing) }
         case .keep:

@@ -97,6 +97,8 @@ final class UpstreamPools: Sendable {
             // At TCP's level: `.socketOption(.tcp_nodelay)` would be SOL_SOCKET's option 1, SO_DEBUG,
             // which needs CAP_NET_ADMIN and failed every connect under the unit's sandbox.
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .channelOption(.recvAllocator, value: ProxyServer.readSizes)
+            .channelOption(.writeBufferWaterMark, value: ProxyServer.pendingWrites)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations

@@ -126,6 +126,9 @@ private struct DriverRun {
                     provider.reconfigure(
                         settings.configuration, lifecycleProfile: settings.profile, jitter: settings.jitter, cookieSecure: settings.cookieSecure)
                 case .stop: provider.shutdown()
+                // Here every caller must be answered in the end; a withdrawn one never is, which the
+                // machine's model run and WithdrawnWaitTests check.
+                case .withdraw: break
                 }
                 scheduler.runUntilIdle()
                 // A provider that re-arms far too often (a refresh every few seconds) would keep this

@@ -48,6 +48,7 @@ struct RuleChecker {
             switch action {
             case .answer(let id, let answer):
                 if (world.answers[id] ?? 0) > 1 { fail("TOK-6: waiter \(id.rawValue) answered twice") }
+                if world.withdrawn.contains(id) { fail("TENANT-12: waiter \(id.rawValue) answered after it stopped waiting") }
                 checkKind(answer, id: id, world: world, fail: fail)
             case .startFetch:
                 // LIFE-2: no request of its own while inactive: only for someone who asked.

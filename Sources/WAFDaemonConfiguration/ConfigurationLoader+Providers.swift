@@ -87,7 +87,9 @@ extension ConfigurationLoader {
     ) -> ProviderConfiguration? {
         do {
             let configuration = try WAFConfiguration(settings: sdk)
-            let proxy = ProxyKeys.issues(values, domainName: configuration.domainName).map { $0.prefixed(keyPrefix) }
+            let proxy =
+                (ProxyKeys.issues(values, domainName: configuration.domainName) + ProxyKeys.canaryIssues(values, domainName: configuration.domainName))
+                .map { $0.prefixed(keyPrefix) }
             issues += proxy
             return proxy.isEmpty ? ProviderConfiguration(name: name, configuration: configuration, values: values) : nil
         } catch {

@@ -1,3 +1,4 @@
+import WAFDelivery
 import WAFTokenCore
 
 /// Everything `waf-tokend` runs with, all checked: the providers (the `default` one first, then
@@ -24,6 +25,11 @@ public struct DaemonConfiguration: Sendable {
 
     public subscript<Value>(_ key: SettingKey<Value>) -> Value {
         key.read(values[key.spec.name])
+    }
+
+    /// Whether a source gave `key` (not only its default).
+    public func isSet<Value>(_ key: SettingKey<Value>) -> Bool {
+        values[key.spec.name] != nil
     }
 
     /// Every top-level key with its effective value as the file writes it, "" when unset. Nothing
@@ -92,6 +98,7 @@ public struct DaemonConfiguration: Sendable {
         case .bool(let flag): String(flag)
         case .list(let items): items.isEmpty ? "" : "[" + items.map(yamlString).joined(separator: ", ") + "]"
         case .mode(let mode): "\"0" + String(mode, radix: 8) + "\""
+        case .actions(let actions): DeliveryActions.render(actions)
         }
     }
 

@@ -1,4 +1,5 @@
 import Logging
+import WAFDelivery
 import WAFTokenCore
 
 /// How `Keys` declares a key of each kind: the spec, and how the code reads its checked value.
@@ -119,9 +120,25 @@ extension Keys {
         }
     }
 
-    package static func flag(_ name: String, default value: Bool, help: String, reload: Bool = true) -> SettingKey<Bool> {
-        SettingKey(spec: .init(name: name, kind: .bool, defaultValue: String(value), defaultDescription: nil, help: help, appliesOnReload: reload)) {
+    package static func flag(
+        _ name: String, default value: Bool, help: String, reload: Bool = true, scope: KeySpec.Scope = .daemon
+    )
+        -> SettingKey<Bool>
+    {
+        SettingKey(
+            spec: .init(
+                name: name, kind: .bool, defaultValue: String(value), defaultDescription: nil, help: help, appliesOnReload: reload, scope: scope)
+        ) {
             if case .bool(let flag)? = $0 { flag } else { value }
+        }
+    }
+
+    /// Delivery actions (`sinks.onToken`); unset unless given, a provider's own else the top level's.
+    static func actions(_ name: String, help: String) -> SettingKey<[DeliveryAction]?> {
+        SettingKey(
+            spec: .init(name: name, kind: .actions, defaultValue: nil, defaultDescription: nil, help: help, appliesOnReload: true, scope: .inherited)
+        ) {
+            if case .actions(let actions)? = $0 { actions } else { nil }
         }
     }
 

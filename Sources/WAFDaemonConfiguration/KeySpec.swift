@@ -1,3 +1,4 @@
+import WAFDelivery
 import WAFTokenCore
 
 /// One configuration key, declared once in `Keys`: the declaration drives the loader, the
@@ -41,6 +42,8 @@ public struct KeySpec: Sendable, Hashable {
         case loopbackAddress
         /// An address with a port, on any interface (a listener that never carries a token).
         case tcpAddress
+        /// A list of delivery actions (`sinks.onToken`): signal, reload, run.
+        case actions
     }
 
     /// The dotted name, as in the file: `socket.path`.
@@ -108,6 +111,8 @@ public struct KeySpec: Sendable, Hashable {
         case .groupName: "a group name or a numeric gid"
         case .loopbackAddress: "a loopback address with a port (127.0.0.1:8090, [::1]:8090)"
         case .tcpAddress: "an address with a port (0.0.0.0:9464, 127.0.0.1:9464, [::]:9464)"
+        case .actions:
+            "a list of actions, each {signal: {pidFile: PATH, name: HUP}}, {reload: UNIT} or {run: [PROGRAM, ARGS...]} (as YAML, in a variable or an option too)"
         }
     }
 
@@ -144,6 +149,7 @@ public enum CheckedValue: Sendable, Hashable {
     case bool(Bool)
     case list([String])
     case mode(UInt16)
+    case actions([DeliveryAction])
 }
 
 /// A key with the type the code reads it as: `configuration[Keys.socketPath]` is a `String`.

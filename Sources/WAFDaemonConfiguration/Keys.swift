@@ -86,12 +86,14 @@ public enum Keys {
             socketAllowedUsers.spec, socketAllowedGroups.spec, socketIdleTimeoutSec.spec, socketRequestTimeoutSec.spec,
             socketMaxConnections.spec, socketMaxConnectionsPerUser.spec, socketThreads.spec, tokenServiceClient.spec,
             tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshMinForcedIntervalSec.spec, refreshJitter.spec, cookieSecure.spec,
-            sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, stateDirectory.spec, logLevel.spec, limitsBufferedBytes.spec,
+            sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, sinksOnToken.spec, sinksOnTokenUsers.spec, sinksOnTokenTimeoutSec.spec,
+            stateDirectory.spec, logLevel.spec, limitsBufferedBytes.spec,
             readinessWaitForToken.spec,
             proxyListen.spec, proxyUpstream.spec,
             proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
             proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
             metricsListen.spec, authListen.spec, authAllowedUsers.spec, authAllowedGroups.spec, authSelectByForwardedHost.spec, authTokenWaitSec.spec,
+            canaryURL.spec, canaryIntervalSec.spec, canaryMethod.spec, canaryAffectsReadiness.spec,
         ]
 
     /// The keys a provider's entry may hold, by name.

@@ -22,4 +22,15 @@ enum ProxyKeys {
             return []
         }
     }
+
+    /// The canary carries the token: it may go only where the proxy's upstream may (https, or http
+    /// to loopback; the provider's domain, below it, or loopback).
+    static func canaryIssues(_ values: [String: CheckedValue], domainName: String) -> [WAFConfigurationIssue] {
+        let spec = Keys.canaryURL.spec
+        guard case .text(let url)? = values[spec.name] else { return [] }
+        if case .failure(let problem) = UpstreamTarget.parse(url, domainName: domainName) {
+            return [WAFConfigurationIssue(key: spec.name, value: url.debugDescription, problem: problem.text, allowed: spec.allowed)]
+        }
+        return []
+    }
 }

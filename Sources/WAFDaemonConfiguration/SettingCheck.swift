@@ -32,6 +32,7 @@ enum SettingCheck {
     static func check(_ given: Given, for spec: KeySpec) -> Result<Checked, Problem> {
         if case .provider = spec.kind { return provider(given, spec).map(Checked.provider) }
         if case .list = spec.kind { return list(given).map(Checked.daemon) }
+        if case .actions = spec.kind { return DeliveryActions.check(given) }
         let text: String
         switch given {
         case .text(let value):
@@ -144,7 +145,7 @@ enum SettingCheck {
             return .success(.text(text))
         case .tcpAddress:
             return TCPAddress(text) == nil ? .failure(Problem("is not an address with a port")) : .success(.text(text))
-        case .provider, .list:
+        case .provider, .list, .actions:
             preconditionFailure("checked elsewhere")
         }
     }

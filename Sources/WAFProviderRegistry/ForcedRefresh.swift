@@ -57,6 +57,15 @@ package final class ForcedRefresh: Sendable {
         self.observer = observer
     }
 
+    /// Forgets the last forced fetch: a reload switched the identity, and the old one's answer
+    /// (a failure, say) is not the new one's.
+    package func reset() {
+        state.withLockedValue { state in
+            state.lastFetch = nil
+            state.lastFailure = nil
+        }
+    }
+
     package var interval: Duration {
         get { state.withLockedValue { $0.interval } }
         set { state.withLockedValue { $0.interval = newValue } }

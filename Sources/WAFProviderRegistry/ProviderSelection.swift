@@ -22,7 +22,9 @@ extension ProviderSet {
         case (let name?, nil):
             entry = self.named(name)
         case (nil, let host?):
-            entry = self.covering(domain: host)
+            // The closest parent among the providers the peer may use: one it may not use neither
+            // answers nor shadows a parent it may (TENANT-7).
+            entry = self.covering(domain: host, visibleTo: operatorView ? nil : .some(peer))
         case (nil, nil):
             guard let implicit = self.implicit else {
                 return .refused(

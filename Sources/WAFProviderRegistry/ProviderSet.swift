@@ -18,9 +18,12 @@ package final class ProviderSet: Sendable {
     }
 
     /// The provider whose `domainName` is `host`, else the one whose domain is its closest parent.
-    package func covering(domain host: String) -> ProviderEntry? {
+    /// `visibleTo`: among the providers that peer may use only, so that which provider a domain
+    /// belongs to tells nothing of one it may not use (TENANT-7); nil: among all.
+    package func covering(domain host: String, visibleTo peer: PeerCredentials?? = nil) -> ProviderEntry? {
         let host = host.lowercased()
         let candidates = all.filter { entry in
+            if let peer, !entry.allows(peer) { return false }
             let domain = entry.domainName
             return host == domain || (!WAFHost.isIPLiteral(domain) && host.hasSuffix("." + domain))
         }

@@ -87,6 +87,12 @@ package final class EventBroadcaster: Sendable {
         if let frame = Self.frame(event, provider: provider) { publish(raw: frame, provider: provider) }
     }
 
+    /// An event of the daemon's own about `provider` (`hook`, `canary`): its name and JSON body,
+    /// to the streams that may see that provider.
+    package func publish(named name: String, _ body: some Encodable, provider: String) {
+        publish(raw: Self.frame(name, body), provider: provider)
+    }
+
     /// After a reload: ends the streams whose peer may no longer use what they asked for; the
     /// others go on, each event still checked against the new lists.
     package func reauthorize() {

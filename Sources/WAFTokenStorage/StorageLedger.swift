@@ -86,6 +86,16 @@ struct StorageLedger {
         return reconcile([])
     }
 
+    /// Whether every file of provider `name` holds `token` as written (its token file and jars
+    /// up to date, none of them failing); nil when the ledger's record of it is another token.
+    func holds(_ token: String, of name: String) -> Bool? {
+        guard records[name]?.token?.value == token else { return nil }
+        return layout.paths(of: name).allSatisfy { path in
+            guard failing[path] == nil, case .bytes(let bytes) = wanted(path) else { return failing[path] == nil }
+            return written[path] == bytes
+        }
+    }
+
     /// No more retries (the daemon stops); what still fails is logged.
     mutating func stop() {
         retryPending = false

@@ -59,6 +59,16 @@ package final class TokenPersistence: Service, Sendable {
         }
     }
 
+    /// Whether provider `name`'s files hold `token` now, every write submitted so far done first
+    /// (a delivery action tells a program of a token only once its files hold it). False while a
+    /// write of it fails; false too when a newer token superseded it.
+    package func holds(_ token: String, of name: String) -> Bool {
+        queue.sync {
+            retry(after: ledger.withLockedValue { $0.writeDirty() })
+            return ledger.withLockedValue { $0.holds(token, of: name) } ?? false
+        }
+    }
+
     /// Waits until every write submitted so far is done (failed ones are not waited for).
     package func flush() {
         queue.sync { retry(after: ledger.withLockedValue { $0.writeDirty() }) }

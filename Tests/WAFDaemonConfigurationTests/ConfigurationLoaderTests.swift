@@ -154,7 +154,9 @@ struct ConfigurationLoaderTests {
         "lifecycle.allowedGroups": "ops", "socket.maxConnections": "100", "socket.maxConnectionsPerUser": "10",
         "refresh.minForcedIntervalSec": "0", "sinks.group": "tenant-a", "metrics.listen": "0.0.0.0:9464", "auth.listen": "127.0.0.1:8090",
         "auth.allowedUsers": "www-data", "auth.allowedGroups": "nginx", "auth.tokenWaitSec": "3", "auth.selectByForwardedHost": "true",
-        "limits.bufferedBytes": "2097152",
+        "limits.bufferedBytes": "2097152", "sinks.onToken": "[{reload: app.service}]", "sinks.onTokenUsers": "alice",
+        "sinks.onTokenTimeoutSec": "20", "canary.url": "https://api.example.com/health", "canary.intervalSec": "30", "canary.method": "HEAD",
+        "canary.affectsReadiness": "false",
     ].mapValues { $0.hasPrefix("\"0") ? String($0.dropFirst().dropLast()) : $0 }
 
     @Test("CFG-9 for the daemon: a value of the wrong shape is refused for every key, in the file, never replaced by a default")
@@ -168,6 +170,8 @@ struct ConfigurationLoaderTests {
                 shapes["\"5\""] = "is a string, not an integer"; shapes["true"] = "is a boolean, not an integer"; shapes["null"] = "is null"
             case .absolutePath, .socketPath, .choice: shapes["5"] = "is a number, not a string"; shapes["true"] = "is a boolean, not a string"
             case .octalMode: shapes["true"] = "is a boolean, not a string"
+            case .actions:
+                shapes = ["{a: 1}": "is a map, not a list of actions", "[[1]]": "item 1 is not one of", "[{run: {a: 1}}]": "run is a map"]
             case .provider(let key):
                 shapes["null"] = "is null"
                 switch key {
@@ -350,7 +354,7 @@ struct ConfigurationLoaderTests {
         let page = try String(contentsOf: repositoryDirectory.appendingPathComponent("docs/configuration.md"), encoding: .utf8)
         #expect(
             page.contains(ConfigurationReference.markdown),
-            "docs/configuration.md's reference differs from the key table: run `.build/debug/waf-tokend --print-configuration-reference` and paste it over the old one"
+            "docs/configuration.md's reference differs from the key table: run scripts/update-reference.sh"
         )
     }
 }

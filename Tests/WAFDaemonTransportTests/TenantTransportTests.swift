@@ -100,7 +100,7 @@ struct TenantTransportTests {
     }
 
     @Test(
-        "TENANT10: group membership is looked up for a uid and its primary gid together: another gid of the same uid is not a member by the first's answer"
+        "TENANT10: a listed primary group lets a peer in; membership beyond it comes from the group database"
     )
     func TENANT10_membershipByUidAndGid() {
         let policy = AccessPolicy(allowedUsers: [], allowedGroups: ["4242"], logger: Self.quiet)

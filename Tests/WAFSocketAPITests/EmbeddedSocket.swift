@@ -43,7 +43,7 @@ final class EmbeddedSocket {
         let metrics = TestMetrics()
         let policy = AccessPolicy(allowedUsers: allowedUsers, allowedGroups: [], logger: quiet)
         let providers = ProviderSet()
-        providers.insert(ProviderEntry(name: "default", provider: provider, access: policy))
+        providers.insert(ProviderEntry(name: "default", provider: provider, access: policy, generation: generation))
         if pay {
             let configuration = try WAFConfiguration(
                 applicationIntegrationUrl: "https://abcdefabcdef.eu-west-1.sdk.awswaf.com/abcdefabcdef/abcdefabcdef/", domainName: "pay.example.com")
@@ -52,7 +52,9 @@ final class EmbeddedSocket {
                 options: .init(jitter: false, snapshotChanged: generation.advance, logger: quiet))
             scheduler.runUntilIdle()
             providers.insert(
-                ProviderEntry(name: "pay", provider: second, access: AccessPolicy(allowedUsers: payAllowedUsers, allowedGroups: [], logger: quiet)))
+                ProviderEntry(
+                    name: "pay", provider: second, access: AccessPolicy(allowedUsers: payAllowedUsers, allowedGroups: [], logger: quiet),
+                    generation: generation))
             extra = second
         }
         api = APIContext(

@@ -45,7 +45,11 @@ package enum SocketFile {
             errno = ENOTSOCK
             return false
         }
-        return fchmodat(AT_FDCWD, path, mode_t(mode), AT_SYMLINK_NOFOLLOW) == 0
+        if fchmodat(AT_FDCWD, path, mode_t(mode), AT_SYMLINK_NOFOLLOW) == 0 { return true }
+        // A C library or kernel that cannot change a mode without following (glibc before 2.32,
+        // or no /proc for its fallback): the path was just seen to be the socket, not a link.
+        guard errno == ENOTSUP || errno == EOPNOTSUPP else { return false }
+        return chmod(path, mode_t(mode)) == 0
     }
 
     package enum Probe {

@@ -164,7 +164,8 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         }
         var selector = bytes(request.selector)
         if request.selector == nil, let host = request.forwardedHost, api.endpointOptions.selectByForwardedHost,
-            let name = ForwardedRequest.hostWithoutPort(String(decoding: bytes(host), as: UTF8.self)), api.providers.covering(domain: name) != nil
+            let name = ForwardedRequest.hostWithoutPort(String(decoding: bytes(host), as: UTF8.self)),
+            api.providers.covering(domain: name, visibleTo: .some(connection.peer)) != nil
         {
             selector = Array("domain=\(name)".utf8)
         }

@@ -23,7 +23,9 @@ extension APIHandler {
         case .failure(let refusal): return respond(context, head, HTTPReply.error(.badRequest, "badRequest", refusal.message), endpoint: "/v1/auth")
         }
         var selection = query
-        if query["provider"] == nil, query["domain"] == nil, let host = forwarded.host, api.providers.covering(domain: host) != nil {
+        if query["provider"] == nil, query["domain"] == nil, let host = forwarded.host,
+            api.providers.covering(domain: host, visibleTo: .some(connection.peer)) != nil
+        {
             selection["domain"] = host
         }
         guard let entry = provider(for: selection, context, head, endpoint: "/v1/auth") else { return }

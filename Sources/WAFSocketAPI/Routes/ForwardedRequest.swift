@@ -23,8 +23,12 @@ struct ForwardedRequest: Equatable {
     static func read(_ values: (String) -> [String], selectByHost: Bool) -> Result<ForwardedRequest, Refusal> {
         var single: [String: String] = [:]
         for name in names {
-            // A comma list in one header says as much as the header given twice.
-            let all = values(name).flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map(trimmed)
+            // A host list in one header says as much as the header given twice; a URI may hold
+            // commas of its own (`?tags=a,b`) and is compared whole.
+            let given = values(name)
+            let all =
+                name == "X-Forwarded-Host"
+                ? given.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map(trimmed) : given.map { trimmed(Substring($0)) }
             guard let first = all.first else { continue }
             if all.contains(where: { $0 != first }) {
                 return .failure(Refusal(message: "\(name) is given more than once with different values; no token for an ambiguous request"))

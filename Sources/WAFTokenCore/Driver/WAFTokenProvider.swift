@@ -129,7 +129,11 @@ public final class WAFTokenProvider: Sendable {
                     $0 &+= 1; return $0
                 })
         scheduler.execute { [driver] in driver.request(request, .result(callback), id: id) }
-        return WAFTokenWait { [scheduler, driver] in scheduler.execute { driver.withdraw(id) } }
+        // Weakly: a wait a caller keeps must not keep a stopped provider's driver alive.
+        return WAFTokenWait { [scheduler, weak driver] in
+            guard let driver else { return }
+            scheduler.execute { driver.withdraw(id) }
+        }
     }
 
     /// `refreshToken` for async code.

@@ -37,6 +37,7 @@ public struct KeyOptions: ParsableArguments, CustomReflectable {
         case .provider, .listenAddress, .url: "value"
         case .groupName: "group"
         case .loopbackAddress, .tcpAddress: "address:port"
+        case .actions: "yaml"
         }
     }
 

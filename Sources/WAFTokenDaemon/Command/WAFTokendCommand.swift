@@ -75,6 +75,10 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     public static func main() async {
         let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
         providerOptions.withLockedValue { $0 = options }
+        if rest.first == "exec" {
+            await ExecCommand.main(Array(rest.dropFirst()))
+            return
+        }
         if let plain = plainKeyOptions(rest) {
             let sources = sources(keys: plain.keys, environment: ProcessInfo.processInfo.environment, file: plain.config)
             // Not through `exit(withError:)`, which makes ArgumentParser render a message for it.

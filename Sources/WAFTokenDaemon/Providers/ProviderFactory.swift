@@ -37,11 +37,14 @@ struct ProviderFactory: Sendable {
                 lifecycleProfile: daemon[Keys.lifecyclePlatform], lifecycle: lifecycle, jitter: daemon[Keys.refreshJitter],
                 cookieSecure: daemon[Keys.cookieSecure],
                 restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
-        let (broadcaster, metrics, status) = (parts.broadcaster, parts.metrics, parts.status)
+        let (broadcaster, metrics, status, hooks) = (parts.broadcaster, parts.metrics, parts.status, parts.hooks)
+        hooks.configure(configuration, daemon)
         provider.observe { event in
             broadcaster.publish(event, provider: name)
             switch event {
-            case .tokenUpdated(_, .fetched): metrics.countFetch(provider: name, success: true)
+            case .tokenUpdated(let token, .fetched):
+                metrics.countFetch(provider: name, success: true)
+                hooks.tokenFetched(token.value, of: name)
             case .refreshFailed: metrics.countFetch(provider: name, success: false)
             default: break
             }

@@ -128,6 +128,7 @@ final class Reloader: Sendable {
         let factory = ProviderFactory(parts: parts)
         for (entry, proxy) in added {
             parts.proxies.remove(entry.name)
+            parts.hooks.remove(entry.name)
             await factory.retire(entry, proxy: proxy)
         }
         let before = Dictionary(uniqueKeysWithValues: plan.old.providers.map { ($0.name, $0) })
@@ -164,13 +165,16 @@ final class Reloader: Sendable {
         for (_, provider) in plan.kept {
             guard let entry = parts.providers.named(provider.name) else { continue }
             entry.update(.init(identity: provider.identity, domainName: provider.domainName, access: access(provider, prepared)))
+            if plan.kept.contains(where: { $0.new.name == provider.name && $0.old.identity != $0.new.identity }) { entry.forcedRefresh.reset() }
             entry.forcedRefresh.interval = .seconds(new[Keys.refreshMinForcedIntervalSec])
         }
         for (entry, _) in prepared.added { parts.providers.insert(entry) }
+        for (_, provider) in plan.kept { parts.hooks.configure(provider, new) }
         let factory = ProviderFactory(parts: parts)
         for name in plan.removed {
             guard let entry = parts.providers.remove(name) else { continue }
             await factory.retire(entry, proxy: parts.proxies.remove(name))
+            parts.hooks.remove(name)
             parts.metrics.forget(provider: name)
             logger.notice("provider removed", metadata: ["provider": "\(name)"])
         }

@@ -13,7 +13,13 @@ public enum Daemon {
     /// Runs the daemon and returns its exit code. Every failing exit is preceded by one line on
     /// stderr (and to the service manager) saying why.
     public static func run(sources: ConfigurationSources, demo: Bool) async -> Int32 {
+        await run(sources: sources, demo: demo, exec: nil)
+    }
+
+    /// `exec`: `waf-tokend exec`'s supervisor runs too, and the exit code is its child's.
+    static func run(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
         SignalService.ignoreDefaultActions()
+        if exec != nil { ExecService.ignoreDefaultActions() }
         let integration = DaemonIntegration.current
         let notifier = integration.makeNotifier()
         func fail(_ failure: DaemonFailure) -> Int32 {
@@ -60,7 +66,7 @@ public enum Daemon {
         do {
             runtime = try await DaemonRuntime.start(
                 configuration: configuration, sources: sources, notifier: notifier, inherited: inherited,
-                integration: integration, demo: demo, logger: logger)
+                integration: integration, demo: demo, exec: exec, logger: logger)
         } catch {
             await demoService?.stop()
             return fail(error)

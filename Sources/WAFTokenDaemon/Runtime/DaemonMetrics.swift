@@ -52,6 +52,7 @@ final class DaemonMetrics: Sendable {
     private let proxyUpstreamTimes = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
     private let reloads = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let forcedRefreshes = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let hookRuns = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
 
     init() {
         factory = PrometheusMetricsFactory(registry: registry)
@@ -106,6 +107,13 @@ final class DaemonMetrics: Sendable {
     /// (refresh.minForcedIntervalSec, TENANT-4).
     func countForcedRefresh(provider: String, _ decision: ForcedRefresh.Decision) {
         counter(in: forcedRefreshes, label: "waf_tokend_forced_refreshes_total", dimensions: [("provider", provider), ("result", decision.name)])
+            .increment()
+    }
+
+    /// `waf_tokend_hook_runs_total{provider, action, result}`: a delivery action's run ended
+    /// (`success`, `failure`, `timeout`).
+    func countHookRun(provider: String, action: String, result: String) {
+        counter(in: hookRuns, label: "waf_tokend_hook_runs_total", dimensions: [("provider", provider), ("action", action), ("result", result)])
             .increment()
     }
 

@@ -20,5 +20,7 @@ struct DaemonParts: Sendable {
     let notifier: any ServiceNotifier
     /// What connections may hold of their peers' bytes (`limits.bufferedBytes`, TENANT-12).
     let budget: MemoryBudget
+    /// Each provider's delivery actions (`sinks.onToken`).
+    let hooks: DeliveryHooks
     let logger: Logger
 }

@@ -22,11 +22,13 @@ struct DaemonRuntime {
 
     private let services: [any Service]
     private let parts: DaemonParts
+    /// `waf-tokend exec`'s supervisor, when it runs.
+    private let exec: ExecService?
 
     /// Builds everything and binds the socket; nothing is served before `run()`.
     static func start(
         configuration: DaemonConfiguration, sources: ConfigurationSources, notifier: any ServiceNotifier, inherited: [InheritedListener],
-        integration: DaemonIntegration, demo: Bool, logger: Logger
+        integration: DaemonIntegration, demo: Bool, exec settings: ExecService.Settings? = nil, logger: Logger
     ) async throws(DaemonFailure) -> DaemonRuntime {
         // Lists the sandbox would make meaningless are refused before anything starts (TENANT-14).
         let meaningless = SandboxCheck.problems(configuration)
@@ -44,12 +46,13 @@ struct DaemonRuntime {
             info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
         let listeners = APIListeners(configuration, api: api, logger: logger)
         listeners.reconfigure(configuration, logger: logger)
+        let persistence = TokenPersistence(layout: .init(configuration), logger: logger) { metrics.sinkWritesFailing.record($0) }
         let parts = DaemonParts(
-            fetcher: fetcher,
-            persistence: TokenPersistence(layout: .init(configuration), logger: logger) { metrics.sinkWritesFailing.record($0) }, metrics: metrics,
+            fetcher: fetcher, persistence: persistence, metrics: metrics,
             broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),
             status: StatusReporter(providers: providers, notifier: notifier), api: api, listeners: listeners, notifier: notifier,
-            budget: MemoryBudget(total: configuration[Keys.limitsBufferedBytes]), logger: logger)
+            budget: MemoryBudget(total: configuration[Keys.limitsBufferedBytes]),
+            hooks: DeliveryHooks(persistence: persistence, metrics: metrics, broadcaster: broadcaster, logger: logger), logger: logger)
         do throws(DaemonFailure) {
             let factory = ProviderFactory(parts: parts)
             for provider in configuration.providers {
@@ -59,7 +62,8 @@ struct DaemonRuntime {
             }
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
-            let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, logger: logger)
+            // Under exec, SIGHUP is the child's.
+            let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, reloadsOnHangUp: settings == nil, logger: logger)
             // The sockets the service manager passed go to the listeners they are for.
             var passed = PassedListeners(inherited)
             let claimed = listeners.claim(&passed)
@@ -74,7 +78,8 @@ struct DaemonRuntime {
                 for provider in configuration.providers {
                     try await startProxy(of: provider, configuration, socket: socket, parts: parts, inherited: proxySockets[provider.name])
                 }
-                try await listeners.start(inherited: claimed)
+                // Under exec, no socket unless the configuration names one.
+                if settings == nil || configuration.isSet(Keys.socketPath) { try await listeners.start(inherited: claimed) }
             } catch {
                 await parts.proxies.stopAll()
                 throw error
@@ -97,7 +102,8 @@ struct DaemonRuntime {
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 ListenersService(listeners: listeners, proxies: parts.proxies, broadcaster: broadcaster, notifier: notifier, logger: logger),
             ]
-            return DaemonRuntime(services: services, parts: parts)
+            let exec = settings.map { ExecService(settings: $0, providers: providers, persistence: parts.persistence, logger: logger) }
+            return DaemonRuntime(services: services + (exec.map { [$0] } ?? []), parts: parts, exec: exec)
         } catch {
             for entry in providers.all { entry.provider.shutdown() }
             await fetcher.shutdown()
@@ -144,9 +150,12 @@ struct DaemonRuntime {
     /// Serves until SIGTERM or SIGINT, then stops gracefully. Returns the exit code.
     func run() async -> Int32 {
         let logger = parts.logger
+        // Under exec, SIGTERM and SIGINT are the child's, and its end ends the group.
         let group = ServiceGroup(
             configuration: .init(
-                services: services.map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+                services: services.map { service in
+                    .init(service: service, successTerminationBehavior: service is ExecService ? .gracefullyShutdownGroup : .cancelGroup)
+                }, gracefulShutdownSignals: exec == nil ? [.sigterm, .sigint] : [], logger: logger))
         var code: Int32 = 0
         do {
             try await group.run()
@@ -161,7 +170,7 @@ struct DaemonRuntime {
         parts.persistence.flush()
         await parts.fetcher.shutdown()
         logger.info("stopped")
-        return code
+        return exec?.exitStatus.withLockedValue({ $0 }) ?? code
     }
 
     /// Stops every provider; false when they did not all stop within `limit`: a wedged provider

@@ -25,13 +25,14 @@ final class SignalService: Service, @unchecked Sendable {
     // Set once in init; dispatch sources are thread-safe but not marked Sendable on Linux.
     private var sources: [any DispatchSourceSignal] = []
 
-    init(providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, logger: Logger) {
+    /// `reloadsOnHangUp`: false under `waf-tokend exec`, whose child SIGHUP is for.
+    init(providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, reloadsOnHangUp: Bool = true, logger: Logger) {
         self.providers = providers
         self.reloader = reloader
         self.metrics = metrics
         self.logger = logger
         let queue = DispatchQueue(label: "waf-tokend.signals")
-        for signal in Self.handled {
+        for signal in Self.handled where signal != SIGHUP || reloadsOnHangUp {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self, source] in
                 // Signals that arrive together are delivered once, with their count. (The source and

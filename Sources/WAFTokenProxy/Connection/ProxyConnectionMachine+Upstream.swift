@@ -56,14 +56,16 @@ extension ProxyConnectionMachine {
         } ?? .fail
     }
 
-    mutating func answerBodyArrived(_ count: Int) -> AnswerPart {
+    /// `mayHold`: whether the memory budget lets the driver keep these bytes of a challenge;
+    /// past it the challenge is passed on, as one too large to hold is (TENANT-12).
+    mutating func answerBodyArrived(_ count: Int, mayHold: Bool = true) -> AnswerPart {
         update { exchange in
             switch exchange.phase {
             case .answering:
                 return .pass
             case .holdingChallenge:
                 exchange.held += count
-                guard exchange.held > Self.maximumHeldChallenge else { return .hold }
+                guard exchange.held > Self.maximumHeldChallenge || !mayHold else { return .hold }
                 exchange.phase = .answering
                 return .passHeld
             default:

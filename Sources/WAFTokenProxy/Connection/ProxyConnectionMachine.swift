@@ -151,6 +151,9 @@ struct ProxyConnectionMachine {
         } ?? .keep
     }
 
+    /// Whether answer bytes that arrive now would be held back with a challenge (the budget is asked first).
+    var holdsChallenge: Bool { exchange?.phase == .holdingChallenge }
+
     /// Whether body bytes that arrive now would be kept for a replay (the budget is asked first).
     var keepsBodyForReplay: Bool { exchange.map { !$0.streaming } ?? false }
 

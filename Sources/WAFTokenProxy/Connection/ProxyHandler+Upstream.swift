@@ -93,7 +93,9 @@ extension ProxyHandler: UpstreamDelegate {
             }
             armStallTimer(exchange)
         case .body(var bytes):
-            switch machine.answerBodyArrived(bytes.readableBytes) {
+            // A challenge's body is held within the memory budget only (TENANT-12).
+            let mayHold = !machine.holdsChallenge || exchange.holding.grow(by: bytes.readableBytes)
+            switch machine.answerBodyArrived(bytes.readableBytes, mayHold: mayHold) {
             case .fail:
                 return upstreamFailed(.closed, nil)
             case .pass:

@@ -110,13 +110,15 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     private func begin(_ head: HTTPHead, _ framing: HTTPFraming) {
         guard let context else { return }
-        guard stillAllowed() else {
+        // One route for the decision and the request: a reload between two reads could let the
+        // peer in under the old lists and send it on the new identity's route.
+        let route = proxy.route
+        guard stillAllowed(under: route) else {
             return refuse(.forbidden, "forbidden", "this user may not use the proxy (proxy.allowedUsers, proxy.allowedGroups)")
         }
         if head.first.count == 7, head.equals(head.first, lowercase: "connect") {
             return refuse(.methodNotAllowed, "methodNotAllowed", "the proxy forwards to its one upstream; CONNECT is not supported")
         }
-        let route = proxy.route
         let target: String
         switch ProxyRules.upstreamTarget(for: head, upstream: route.settings.upstream) {
         case .success(let normalized): target = normalized
@@ -149,8 +151,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     /// Whether the peer may use the proxy under the lists in force, decided again after a reload.
-    func stillAllowed() -> Bool {
-        let route = proxy.route
+    func stillAllowed(under route: ProxyContext.Route? = nil) -> Bool {
+        let route = route ?? proxy.route
         return connection.allowed(under: route.connection.policy, generation: UInt64(route.generation))
     }
 

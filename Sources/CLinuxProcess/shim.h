@@ -1,0 +1,11 @@
+// pidfd_open and pidfd_send_signal (glibc 2.36), which Swift's Glibc module leaves out: a process
+// named by a pid file is signalled through a descriptor of its own, so that a pid the kernel gave
+// to another process meanwhile is never hit (docs/delivery.md).
+#include <sys/pidfd.h>
+#include <signal.h>
+#include <spawn.h>
+
+// GNU extensions the headers declare only under _GNU_SOURCE, which a module cannot set: declared
+// here as glibc (2.34 and later) defines them.
+extern int pipe2(int __pipedes[2], int __flags);
+extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *__actions, int __from);

@@ -1,0 +1,144 @@
+import Dispatch
+
+/// Runs one provider's delivery actions (`sinks.onToken`), each by its `HookMachine`, in the
+/// order of the list, one at a time, on a queue of the runner's own: nothing here runs on the
+/// provider's state context or a listener's loop, so a slow or hanging action (a command is killed
+/// after `sinks.onTokenTimeoutSec`) delays the actions after it, and never a token read or a refresh.
+public final class HookRunner: Sendable {
+    /// One run's end, for the event, the log line and the metric (never the token).
+    public struct Outcome: Sendable, Equatable {
+        public enum Result: String, Sendable {
+            case success, failure, timeout
+        }
+
+        public let action: String
+        public let result: Result
+        public let attempt: Int
+        /// Why it failed, in one sentence; nil on success.
+        public let reason: String?
+    }
+
+    /// How a run is done: the real mechanisms, or a test's.
+    public typealias Perform = @Sendable (_ action: DeliveryAction, _ token: String) throws(DeliveryFailure) -> Void
+
+    /// When a retry is due: `DispatchTime` here, virtual time in tests.
+    public typealias Schedule = @Sendable (_ delay: Duration, _ queue: DispatchQueue, _ work: @escaping @Sendable () -> Void) -> @Sendable () -> Void
+
+    private final class Slot: @unchecked Sendable {
+        // Sendable by hand: `machine` and `cancelRetry` are touched on `state` only.
+        let action: DeliveryAction
+        var machine = HookMachine()
+        var cancelRetry: (@Sendable () -> Void)?
+
+        init(_ action: DeliveryAction) {
+            self.action = action
+        }
+    }
+
+    private let slots: [Slot]
+    private let state = DispatchQueue(label: "waf-tokend.hooks")
+    /// Where the actions run, one after the other.
+    private let work = DispatchQueue(label: "waf-tokend.hooks.work")
+    private let perform: Perform
+    private let schedule: Schedule
+    private let report: @Sendable (Outcome) -> Void
+
+    public init(
+        actions: [DeliveryAction], perform: @escaping Perform, schedule: @escaping Schedule = HookRunner.dispatchSchedule,
+        report: @escaping @Sendable (Outcome) -> Void
+    ) {
+        slots = actions.map(Slot.init)
+        self.perform = perform
+        self.schedule = schedule
+        self.report = report
+    }
+
+    public var actions: [DeliveryAction] { slots.map(\.action) }
+
+    /// The sinks hold `token`: every action delivers it, or the newest after the run under way.
+    public func tokenArrived(_ token: String) {
+        state.async { [self] in
+            for slot in slots { carryOut(slot.machine.tokenArrived(token), slot) }
+        }
+    }
+
+    /// No more runs start; those under way end on their own, and no retry follows.
+    public func stop() {
+        state.sync {
+            for slot in slots {
+                slot.cancelRetry?()
+                slot.cancelRetry = nil
+            }
+        }
+    }
+
+    /// Waits until every run started so far ended (tests).
+    public func waitForRuns() {
+        for _ in 0..<3 {
+            work.sync {}
+            state.sync {}
+        }
+    }
+
+    private func carryOut(_ actions: [HookMachine.Action], _ slot: Slot) {
+        for action in actions {
+            switch action {
+            case .run(let token, let attempt):
+                work.async { [self] in
+                    let outcome: Outcome
+                    do throws(DeliveryFailure) {
+                        try perform(slot.action, token)
+                        outcome = Outcome(action: slot.action.description, result: .success, attempt: attempt, reason: nil)
+                    } catch {
+                        outcome = Outcome(
+                            action: slot.action.description, result: error.timedOut ? .timeout : .failure, attempt: attempt, reason: error.description
+                        )
+                    }
+                    report(outcome)
+                    state.async { [self] in carryOut(slot.machine.runEnded(success: outcome.result == .success), slot) }
+                }
+            case .armRetry(let delay):
+                slot.cancelRetry = schedule(delay, state) { [self] in
+                    slot.cancelRetry = nil
+                    carryOut(slot.machine.retryDue(), slot)
+                }
+            case .cancelRetry:
+                slot.cancelRetry?()
+                slot.cancelRetry = nil
+            }
+        }
+    }
+
+    /// A retry after `delay` of real (monotonic) time, on `queue`; the cancel stops it for good.
+    public static let dispatchSchedule: Schedule = { delay, queue, work in
+        let timer = DispatchSource.makeTimerSource(queue: queue)
+        let nanoseconds = delay.components.seconds * 1_000_000_000 + delay.components.attoseconds / 1_000_000_000
+        timer.schedule(deadline: .now() + .nanoseconds(Int(nanoseconds)))
+        timer.setEventHandler(handler: work)
+        timer.resume()
+        let box = TimerBox(timer)
+        return { box.cancel() }
+    }
+
+    /// DispatchSourceTimer is thread-safe; it is not marked Sendable on Linux.
+    private final class TimerBox: @unchecked Sendable {
+        let timer: any DispatchSourceTimer
+        init(_ timer: any DispatchSourceTimer) { self.timer = timer }
+        func cancel() { timer.cancel() }
+    }
+
+    /// The real mechanisms: a signal through a pidfd, a unit reload over D-Bus, a command with
+    /// the token on standard input; `environment` for a command (the provider's name, a PATH).
+    public static func mechanisms(allowedUsers: Set<UInt32>, timeout: Duration, environment: [String: String]) -> Perform {
+        { action, token throws(DeliveryFailure) in
+            switch action {
+            case .signal(let pidFile, let name):
+                try PidfdSignal.send(DeliveryAction.signals[name] ?? 1, pidFile: pidFile, allowedUsers: allowedUsers)
+            case .reload(let unit):
+                try UnitReload.reload(unit)
+            case .run(let argv):
+                try CommandRun.run(argv, input: token + "\n", environment: environment, timeout: timeout)
+            }
+        }
+    }
+}

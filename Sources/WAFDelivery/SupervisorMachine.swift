@@ -1,0 +1,86 @@
+/// `waf-tokend exec`'s decisions about its child, as a value (docs/delivery.md): what a new token,
+/// a signal from outside and the child's end lead to. The child's status is the supervisor's
+/// (128 + N for a signal), as a shell reports it; SIGTERM, SIGINT and SIGHUP go on to the child.
+public struct SupervisorMachine: Sendable {
+    /// What a new token does to the child.
+    public enum OnToken: String, Sendable, CaseIterable {
+        /// SIGHUP (a program that does not handle it ends, as with any SIGHUP).
+        case hup
+        /// SIGTERM, then a new child once it ended (SIGKILL after `restartGrace`).
+        case restart
+        case none
+    }
+
+    enum State: Sendable, Equatable {
+        case running
+        /// The child was asked to end for a restart; a new one starts when it has.
+        case restarting
+        /// The child was asked to end (SIGTERM or SIGINT from outside); its end is the supervisor's.
+        case stopping
+        case done
+    }
+
+    public enum Action: Sendable, Equatable {
+        case spawn
+        case signal(Int32)
+        /// SIGKILL to the child after this long, unless it ends first.
+        case armKill(Duration)
+        case cancelKill
+        /// The supervisor exits with this status.
+        case exit(Int32)
+    }
+
+    public static let restartGrace = Duration.seconds(10)
+    private static let (hangUp, interrupt, terminate, kill): (Int32, Int32, Int32, Int32) = (1, 2, 15, 9)
+
+    public let onToken: OnToken
+    private(set) var state = State.running
+
+    /// The child has been started (the first token is in its file).
+    public init(onToken: OnToken) {
+        self.onToken = onToken
+    }
+
+    public mutating func tokenArrived() -> [Action] {
+        guard state == .running else { return [] }
+        switch onToken {
+        case .none: return []
+        case .hup: return [.signal(Self.hangUp)]
+        case .restart:
+            state = .restarting
+            return [.signal(Self.terminate), .armKill(Self.restartGrace)]
+        }
+    }
+
+    /// A signal the supervisor got from outside.
+    public mutating func signalled(_ signal: Int32) -> [Action] {
+        switch state {
+        case .running, .restarting:
+            if signal == Self.terminate || signal == Self.interrupt { state = .stopping }
+            return [.signal(signal)]
+        case .stopping:
+            return [.signal(signal)]
+        case .done:
+            return []
+        }
+    }
+
+    /// The child ended with `status` (128 + N for signal N).
+    public mutating func childEnded(status: Int32) -> [Action] {
+        switch state {
+        case .running, .stopping:
+            state = .done
+            return [.cancelKill, .exit(status)]
+        case .restarting:
+            state = .running
+            return [.cancelKill, .spawn]
+        case .done:
+            preconditionFailure("a child ended after the supervisor was done")
+        }
+    }
+
+    /// The restart's grace is over and the child still runs.
+    public mutating func killDue() -> [Action] {
+        state == .restarting || state == .stopping ? [.signal(Self.kill)] : []
+    }
+}

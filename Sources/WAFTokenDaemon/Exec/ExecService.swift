@@ -1,0 +1,179 @@
+import Dispatch
+import Logging
+import NIOConcurrencyHelpers
+import ServiceLifecycle
+import WAFDelivery
+import WAFProviderRegistry
+import WAFTokenCore
+import WAFTokenStorage
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// `waf-tokend exec … -- CMD`'s supervisor, as a service of the runtime (docs/delivery.md): once
+/// the chosen provider's token is in its file it starts CMD with `WAF_TOKEN_FILE`, passes SIGTERM,
+/// SIGINT and SIGHUP on to it, signals or restarts it on each new token (`SupervisorMachine`), and
+/// ends the runtime with the child's status when the child ends. No first token within the limit:
+/// 69, and no child.
+final class ExecService: Service, Sendable {
+    struct Settings: Sendable {
+        let provider: String
+        let tokenFile: String
+        let onToken: SupervisorMachine.OnToken
+        let firstTokenTimeout: Duration
+        let command: [String]
+    }
+
+    private let settings: Settings
+    private let providers: ProviderSet
+    private let persistence: TokenPersistence
+    private let logger: Logger
+    private let queue = DispatchQueue(label: "waf-tokend.exec")
+    /// Where the child's end is waited for (one child at a time: a restart starts the next once
+    /// the last has ended).
+    private let waiter = DispatchQueue(label: "waf-tokend.exec.wait")
+    /// The machine, the child and the kill timer: on `queue` only.
+    private let state: NIOLockedValueBox<Running>
+    /// The status the process exits with, once the child ended (69 without a first token).
+    let exitStatus = NIOLockedValueBox<Int32?>(nil)
+
+    private struct Running {
+        var machine: SupervisorMachine
+        var child: Spawned?
+        /// The kill armed last; a cancelled one finds the count moved on.
+        var kills = 0
+        var finished: CheckedContinuation<Void, Never>?
+        var done = false
+    }
+
+    /// Signals passed on to the child; handled here, so their default action must not end the
+    /// supervisor first (`ignoreDefaultActions`, before anything can arrive).
+    static let forwarded: [Int32] = [SIGTERM, SIGINT, SIGHUP]
+
+    init(settings: Settings, providers: ProviderSet, persistence: TokenPersistence, logger: Logger) {
+        self.settings = settings
+        self.providers = providers
+        self.persistence = persistence
+        self.logger = logger
+        state = NIOLockedValueBox(Running(machine: SupervisorMachine(onToken: settings.onToken)))
+    }
+
+    static func ignoreDefaultActions() {
+        for signal in forwarded { Glibc.signal(signal, SIG_IGN) }
+    }
+
+    func run() async throws {
+        guard let entry = providers.named(settings.provider) else { return finish(70) }
+        guard let token = await firstToken(entry) else {
+            writeStandardError(
+                "waf-tokend: no first token of provider \(settings.provider) within \(settings.firstTokenTimeout.components.seconds) s; not starting \(settings.command[0])\n"
+            )
+            return finish(69)
+        }
+        _ = persistence.holds(token, of: settings.provider)
+        let sources = Self.forwarded.map { signal in
+            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
+            source.setEventHandler { [self] in carryOut { $0.signalled(signal) } }
+            source.resume()
+            return source
+        }
+        defer { sources.forEach { $0.cancel() } }
+        let observer = entry.provider.observe { [self] event in
+            guard case .tokenUpdated(let token, .fetched) = event else { return }
+            // The child is told once the file holds the token.
+            queue.async { [self] in
+                guard persistence.holds(token.value, of: settings.provider) else { return }
+                carryOut { $0.tokenArrived() }
+            }
+        }
+        defer { entry.provider.stopObserving(observer) }
+        await withCheckedContinuation { continuation in
+            queue.async { [self] in
+                state.withLockedValue { $0.finished = continuation }
+                spawn()
+            }
+        }
+    }
+
+    private func firstToken(_ entry: ProviderEntry) async -> String? {
+        await withCheckedContinuation { continuation in
+            let answered = Once()
+            let wait = entry.provider.onTokenReady { token, _ in
+                if answered.claim() { continuation.resume(returning: token?.value) }
+            }
+            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(settings.firstTokenTimeout.components.seconds * 1_000_000_000))) {
+                if answered.claim() {
+                    wait.cancel()
+                    continuation.resume(returning: nil)
+                }
+            }
+        }
+    }
+
+    private func finish(_ status: Int32) {
+        exitStatus.withLockedValue { $0 = status }
+    }
+
+    /// Applies an event to the machine and performs what it decides; on `queue`.
+    private func carryOut(_ event: (inout SupervisorMachine) -> [SupervisorMachine.Action]) {
+        let actions = state.withLockedValue { event(&$0.machine) }
+        for action in actions {
+            switch action {
+            case .spawn:
+                spawn()
+            case .signal(let signal):
+                state.withLockedValue { $0.child }?.kill(signal)
+            case .armKill(let delay):
+                let armed = state.withLockedValue { state in
+                    state.kills += 1
+                    return state.kills
+                }
+                queue.asyncAfter(deadline: .now() + .nanoseconds(Int(delay.components.seconds * 1_000_000_000))) { [self] in
+                    guard state.withLockedValue({ $0.kills }) == armed else { return }
+                    carryOut { $0.killDue() }
+                }
+            case .cancelKill:
+                state.withLockedValue { $0.kills += 1 }
+            case .exit(let status):
+                finish(status)
+                let continuation = state.withLockedValue { state -> CheckedContinuation<Void, Never>? in
+                    state.done = true
+                    defer { state.finished = nil }
+                    return state.finished
+                }
+                continuation?.resume()
+            }
+        }
+    }
+
+    /// Starts the child with the token file's path in its environment (never the token), and
+    /// waits for its end on a thread of its own.
+    private func spawn() {
+        var environment = ProcessInfo.processInfo.environment
+        environment["WAF_TOKEN_FILE"] = settings.tokenFile
+        do throws(DeliveryFailure) {
+            let child = try Spawned(settings.command, environment: environment, stdin: .inherit, output: .inherit, searchPath: true)
+            state.withLockedValue { $0.child = child }
+            logger.info("started", metadata: ["command": "\(settings.command[0])", "pid": "\(child.pid)"])
+            waiter.async { [self] in
+                let status = child.wait(timeout: nil)?.status ?? 1
+                queue.async { [self] in carryOut { $0.childEnded(status: status) } }
+            }
+        } catch {
+            writeStandardError("waf-tokend: \(error.description)\n")
+            // As a shell reports a command it cannot run.
+            queue.async { [self] in carryOut { $0.childEnded(status: 127) } }
+        }
+    }
+}
+
+extension ExecService: CustomStringConvertible {
+    var description: String { "ExecService" }
+}

@@ -1,0 +1,76 @@
+import Foundation
+import NIOConcurrencyHelpers
+import Testing
+import WAFTestTraits
+
+@testable import WAFDelivery
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The mechanisms on real processes: a command's input, its timeout; a signal through a pidfd.
+@Suite("Delivery: the mechanisms", .offPool, .timeLimit(.minutes(1)))
+struct MechanismsTests {
+    static func scratch() throws -> String {
+        let path = NSTemporaryDirectory() + "waf-delivery-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("HOOK3: run gets the token on standard input only: not in its argv, not in its environment")
+    func HOOK3_tokenOnStandardInputOnly() throws {
+        let directory = try Self.scratch()
+        let script = "cat > \(directory)/stdin; echo \"$@\" > \(directory)/argv; env > \(directory)/environ"
+        try CommandRun.run(
+            ["/bin/sh", "-c", script, "sh", "one"], input: "secret-token\n", environment: ["PATH": "/usr/bin:/bin"], timeout: .seconds(10))
+        #expect(try String(contentsOfFile: directory + "/stdin", encoding: .utf8) == "secret-token\n")
+        #expect(try !String(contentsOfFile: directory + "/argv", encoding: .utf8).contains("secret"))
+        #expect(try !String(contentsOfFile: directory + "/environ", encoding: .utf8).contains("secret"))
+        #expect(throws: DeliveryFailure.self) { try CommandRun.run(["/bin/false"], input: "", environment: [:], timeout: .seconds(10)) }
+    }
+
+    @Test("HOOK3: a command that outlives sinks.onTokenTimeoutSec is killed and counts as timed out")
+    func HOOK3_timeout() throws {
+        let clock = ContinuousClock()
+        let started = clock.now
+        do {
+            try CommandRun.run(["/bin/sleep", "30"], input: "", environment: [:], timeout: .seconds(1))
+            Issue.record("a sleep of 30 s ended within its timeout of 1 s")
+        } catch {
+            #expect(error.timedOut, "\(error)")
+        }
+        #expect(clock.now - started < .seconds(10), "killed, not waited for")
+    }
+
+    @Test("HOOK4: signal reaches the process its pid file names, through a pidfd; not a process gone, nor another user's")
+    func HOOK4_signalThroughAPidfd() async throws {
+        let directory = try Self.scratch()
+        let counted = directory + "/hups"
+        let child = try Spawned(
+            ["/bin/sh", "-c", "trap 'echo hup >> \(counted)' HUP; while :; do sleep 0.05; done"], environment: ["PATH": "/usr/bin:/bin"],
+            stdin: .null, output: .null)
+        defer { child.kill(SIGKILL); _ = child.wait(timeout: .seconds(5)) }
+        try String(child.pid).write(toFile: directory + "/app.pid", atomically: true, encoding: .utf8)
+        try await Task.sleep(for: .milliseconds(200))
+        for _ in 0..<3 {
+            try PidfdSignal.send(SIGHUP, pidFile: directory + "/app.pid", allowedUsers: [])
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect((try? String(contentsOfFile: counted, encoding: .utf8))?.components(separatedBy: "hup").count == 4, "three SIGHUPs counted")
+        // A pid file naming a process that is gone.
+        let gone = try Spawned(["/bin/true"], environment: [:], stdin: .null, output: .null)
+        _ = gone.wait(timeout: .seconds(5))
+        try String(gone.pid).write(toFile: directory + "/gone.pid", atomically: true, encoding: .utf8)
+        #expect(throws: DeliveryFailure.self) { try PidfdSignal.send(SIGHUP, pidFile: directory + "/gone.pid", allowedUsers: []) }
+        // Another user's process (nobody's): refused unless that user is allowed.
+        let other = try Spawned(
+            ["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/bin/sleep", "30"], environment: [:], stdin: .null,
+            output: .null)
+        defer { other.kill(SIGKILL); _ = other.wait(timeout: .seconds(5)) }
+        try await Task.sleep(for: .milliseconds(200))
+        try String(other.pid).write(toFile: directory + "/other.pid", atomically: true, encoding: .utf8)
+        #expect(throws: DeliveryFailure.self) { try PidfdSignal.send(SIGCONT, pidFile: directory + "/other.pid", allowedUsers: []) }
+        try PidfdSignal.send(SIGCONT, pidFile: directory + "/other.pid", allowedUsers: [65534])
+    }
+}

@@ -10,8 +10,12 @@ import Glibc
 /// daemon's user; killed (SIGKILL) when it outlives `timeout`. Blocks the calling thread: run it
 /// on a thread of its own.
 public enum CommandRun {
-    public static func run(_ argv: [String], input: String, environment: [String: String], timeout: Duration) throws(DeliveryFailure) {
+    /// `started` is told of the child (whoever stops the daemon may kill it).
+    public static func run(
+        _ argv: [String], input: String, environment: [String: String], timeout: Duration, started: (Spawned) -> Void = { _ in }
+    ) throws(DeliveryFailure) {
         let child = try Spawned(argv, environment: environment, stdin: .pipe(Array(input.utf8)), output: .null)
+        started(child)
         switch child.wait(timeout: timeout) {
         case .exited(0):
             return

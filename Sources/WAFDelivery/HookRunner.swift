@@ -1,4 +1,9 @@
 import Dispatch
+import NIOConcurrencyHelpers
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Runs one provider's delivery actions (`sinks.onToken`), each by its `HookMachine`, in the
 /// order of the list, one at a time, on a queue of the runner's own: nothing here runs on the
@@ -42,11 +47,14 @@ public final class HookRunner: Sendable {
     private let perform: Perform
     private let schedule: Schedule
     private let report: @Sendable (Outcome) -> Void
+    /// The command under way, which `stop` kills.
+    private let running: RunningCommand?
 
     public init(
         actions: [DeliveryAction], perform: @escaping Perform, schedule: @escaping Schedule = HookRunner.dispatchSchedule,
-        report: @escaping @Sendable (Outcome) -> Void
+        running: RunningCommand? = nil, report: @escaping @Sendable (Outcome) -> Void
     ) {
+        self.running = running
         slots = actions.map(Slot.init)
         self.perform = perform
         self.schedule = schedule
@@ -62,7 +70,7 @@ public final class HookRunner: Sendable {
         }
     }
 
-    /// No more runs start; those under way end on their own, and no retry follows.
+    /// No more retries; a command under way is killed (it would outlive the daemon otherwise).
     public func stop() {
         state.sync {
             for slot in slots {
@@ -70,6 +78,7 @@ public final class HookRunner: Sendable {
                 slot.cancelRetry = nil
             }
         }
+        running?.kill()
     }
 
     /// Waits until every run started so far ended (tests).
@@ -129,7 +138,7 @@ public final class HookRunner: Sendable {
 
     /// The real mechanisms: a signal through a pidfd, a unit reload over D-Bus, a command with
     /// the token on standard input; `environment` for a command (the provider's name, a PATH).
-    public static func mechanisms(allowedUsers: Set<UInt32>, timeout: Duration, environment: [String: String]) -> Perform {
+    public static func mechanisms(allowedUsers: Set<UInt32>, timeout: Duration, environment: [String: String], running: RunningCommand) -> Perform {
         { action, token throws(DeliveryFailure) in
             switch action {
             case .signal(let pidFile, let name):
@@ -137,8 +146,23 @@ public final class HookRunner: Sendable {
             case .reload(let unit):
                 try UnitReload.reload(unit)
             case .run(let argv):
-                try CommandRun.run(argv, input: token + "\n", environment: environment, timeout: timeout)
+                defer { running.finished() }
+                try CommandRun.run(argv, input: token + "\n", environment: environment, timeout: timeout, started: running.started)
             }
         }
     }
+}
+
+/// The command a runner is running now, if any: a daemon that stops kills it rather than leave it
+/// running on its own.
+public final class RunningCommand: Sendable {
+    private let current = NIOLockedValueBox<Spawned?>(nil)
+
+    public init() {}
+
+    func started(_ child: Spawned) { current.withLockedValue { $0 = child } }
+    func finished() { current.withLockedValue { $0 = nil } }
+
+    /// SIGKILL to the command under way.
+    public func kill() { current.withLockedValue { $0 }?.kill(SIGKILL) }
 }

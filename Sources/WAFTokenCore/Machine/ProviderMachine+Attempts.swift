@@ -80,8 +80,10 @@ extension ProviderMachine {
             inactiveSince = max(since, token.token.fetchedAtMonotonic)
             updatePause()
         }
-        announce(.tokenUpdated(token.token, origin: token.origin))
+        // Stored before anyone is told: whoever hears of the token (a delivery action, `exec`'s
+        // supervisor) finds it in the files once storage has written what it was given.
         emit(.persist(record(for: token)))
+        announce(.tokenUpdated(token.token, origin: token.origin))
     }
 
     func record(for token: CachedToken?) -> WAFTokenRecord {

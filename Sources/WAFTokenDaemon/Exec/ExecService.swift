@@ -87,10 +87,14 @@ final class ExecService: Service, Sendable {
         defer { sources.forEach { $0.cancel() } }
         let observer = entry.provider.observe { [self] event in
             guard case .tokenUpdated(let token, .fetched) = event else { return }
-            // The child is told once the file holds the token.
+            // The child is told once the file holds the token (a failing write is retried by
+            // storage; a newer token makes this one moot).
             queue.async { [self] in
-                guard persistence.holds(token.value, of: settings.provider) else { return }
-                carryOut { $0.tokenArrived() }
+                for _ in 0..<50 {
+                    if persistence.holds(token.value, of: settings.provider) { return carryOut { $0.tokenArrived() } }
+                    if entry.provider.cachedToken()?.token.value != token.value { return }
+                    usleep(100_000)
+                }
             }
         }
         defer { entry.provider.stopObserving(observer) }

@@ -41,6 +41,11 @@ final class DeliveryHooks: Sendable {
         old?.stop()
     }
 
+    /// The daemon stops: no more retries, and a command under way is killed.
+    func stopAll() {
+        for (_, runner) in runners.withLockedValue({ Array($0.values) }) { runner.stop() }
+    }
+
     /// A provider that is gone: its retries stop.
     func remove(_ provider: String) {
         runners.withLockedValue { $0.removeValue(forKey: provider) }?.runner.stop()
@@ -48,9 +53,10 @@ final class DeliveryHooks: Sendable {
 
     private func makeRunner(_ name: String, _ actions: [DeliveryAction], _ configuration: DaemonConfiguration) -> HookRunner {
         let allowed = Set(configuration[Keys.sinksOnTokenUsers].compactMap { UInt32($0) ?? AccessPolicy.userID(named: $0) })
+        let running = RunningCommand()
         let mechanisms = HookRunner.mechanisms(
             allowedUsers: allowed, timeout: .seconds(configuration[Keys.sinksOnTokenTimeoutSec]),
-            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "WAF_TOKEND_PROVIDER": name])
+            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "WAF_TOKEND_PROVIDER": name], running: running)
         let (persistence, metrics, broadcaster, logger) = (persistence, metrics, broadcaster, logger)
         return HookRunner(
             actions: actions,
@@ -60,7 +66,7 @@ final class DeliveryHooks: Sendable {
                     throw DeliveryFailure("the provider's files do not hold the new token yet (a write failed, or a newer token came)")
                 }
                 try mechanisms(action, token)
-            },
+            }, running: running,
             report: { outcome in
                 metrics.countHookRun(provider: name, action: outcome.action, result: outcome.result.rawValue)
                 broadcaster.publish(named: "hook", HookEvent(outcome, provider: name), provider: name)

@@ -163,6 +163,7 @@ struct DaemonRuntime {
             logger.error("stopping after an error: \(error)")
             code = DaemonFailure.Code.failure.rawValue
         }
+        parts.hooks.stopAll()
         if await !stopProviders(within: Self.providerStopLimit) {
             logger.error("a provider did not stop within \(Self.providerStopLimit); exiting without it")
             code = DaemonFailure.Code.failure.rawValue

@@ -169,14 +169,25 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Metrics", package: "swift-metrics"),
             ] + nio + [logging],
             swiftSettings: strict),
+        // The token canary: asks the protected API with the token, and says when the web ACL no
+        // longer accepts it (docs/canary.md).
+        .target(
+            name: "WAFTokenCanary",
+            dependencies: [
+                "WAFTokenCore", "WAFProviderRegistry", logging, .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"), .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: strict),
         // The daemon: the command, the providers' lives, reload, metrics, the services; the one
         // module that wires the others.
         .target(
             name: "WAFTokenDaemon",
             dependencies: [
-                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFVersion", "WAFDaemonTransport", "WAFDaemonConfiguration",
-                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", "WAFDelivery", logging,
+                "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "WAFVersion", "WAFDaemonTransport", "WAFDaemonConfiguration",
+                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", "WAFDelivery", "WAFTokenCanary", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -340,10 +351,12 @@ let package = Package(
             dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
+        .testTarget(name: "WAFTokenCanaryTests", dependencies: ["WAFTestTraits", "WAFTokenCanary"], swiftSettings: strict),
         .testTarget(
             name: "WAFDeliveryTests",
             dependencies: [
                 "WAFTestTraits", "WAFDelivery", "WAFTokenCore", "WAFTokenCoreTestKit", .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
             ],
             swiftSettings: strict),
         .testTarget(name: "WAFJSONTests", dependencies: ["WAFTestTraits", "WAFJSON"], swiftSettings: strict),

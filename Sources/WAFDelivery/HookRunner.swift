@@ -49,6 +49,8 @@ public final class HookRunner: Sendable {
     private let report: @Sendable (Outcome) -> Void
     /// The command under way, which `stop` kills.
     private let running: RunningCommand?
+    /// Once stopped, nothing more runs: not a run already queued, nor a retry, nor a new token.
+    private let stopped = NIOLockedValueBox(false)
 
     public init(
         actions: [DeliveryAction], perform: @escaping Perform, schedule: @escaping Schedule = HookRunner.dispatchSchedule,
@@ -66,12 +68,14 @@ public final class HookRunner: Sendable {
     /// The sinks hold `token`: every action delivers it, or the newest after the run under way.
     public func tokenArrived(_ token: String) {
         state.async { [self] in
+            guard !stopped.withLockedValue({ $0 }) else { return }
             for slot in slots { carryOut(slot.machine.tokenArrived(token), slot) }
         }
     }
 
     /// No more retries; a command under way is killed (it would outlive the daemon otherwise).
     public func stop() {
+        stopped.withLockedValue { $0 = true }
         state.sync {
             for slot in slots {
                 slot.cancelRetry?()
@@ -94,6 +98,7 @@ public final class HookRunner: Sendable {
             switch action {
             case .run(let token, let attempt):
                 work.async { [self] in
+                    guard !stopped.withLockedValue({ $0 }) else { return }
                     let outcome: Outcome
                     do throws(DeliveryFailure) {
                         try perform(slot.action, token)
@@ -103,12 +108,15 @@ public final class HookRunner: Sendable {
                             action: slot.action.description, result: error.timedOut ? .timeout : .failure, attempt: attempt, reason: error.description
                         )
                     }
+                    guard !stopped.withLockedValue({ $0 }) else { return }
                     report(outcome)
                     state.async { [self] in carryOut(slot.machine.runEnded(success: outcome.result == .success), slot) }
                 }
             case .armRetry(let delay):
+                guard !stopped.withLockedValue({ $0 }) else { return }
                 slot.cancelRetry = schedule(delay, state) { [self] in
                     slot.cancelRetry = nil
+                    guard !stopped.withLockedValue({ $0 }) else { return }
                     carryOut(slot.machine.retryDue(), slot)
                 }
             case .cancelRetry:
@@ -156,13 +164,26 @@ public final class HookRunner: Sendable {
 /// The command a runner is running now, if any: a daemon that stops kills it rather than leave it
 /// running on its own.
 public final class RunningCommand: Sendable {
-    private let current = NIOLockedValueBox<Spawned?>(nil)
+    /// The command under way; `killed`: every command from now on is killed as it starts.
+    private let current = NIOLockedValueBox<(child: Spawned?, killed: Bool)>((nil, false))
 
     public init() {}
 
-    func started(_ child: Spawned) { current.withLockedValue { $0 = child } }
-    func finished() { current.withLockedValue { $0 = nil } }
+    func started(_ child: Spawned) {
+        let killed = current.withLockedValue { current in
+            current.child = child
+            return current.killed
+        }
+        if killed { child.kill(SIGKILL) }
+    }
 
-    /// SIGKILL to the command under way.
-    public func kill() { current.withLockedValue { $0 }?.kill(SIGKILL) }
+    func finished() { current.withLockedValue { $0.child = nil } }
+
+    /// SIGKILL to the command under way, and to any started after.
+    public func kill() {
+        current.withLockedValue { current in
+            current.killed = true
+            return current.child
+        }?.kill(SIGKILL)
+    }
 }

@@ -5,43 +5,91 @@ import Glibc
 #endif
 
 /// A signal to the process a pid file names, through a pidfd: the descriptor refers to one
-/// process for as long as it is open, so a pid the kernel gave to another process since the pid
-/// file was written is never signalled. The process must belong to the daemon's user (or to one
-/// of `allowedUsers`, which only a unit granting `CAP_KILL` can reach anyway).
+/// process for as long as it is open, so a pid the kernel gave to another process meanwhile is
+/// never signalled. The pid file is a claim by whoever wrote it, so it is believed only as far as
+/// its writer could sign it: the process must belong to the daemon's user (or to one of
+/// `allowedUsers`, which only a unit granting `CAP_KILL` can reach anyway), the file must belong to
+/// root, the daemon's user or the process's own user (an app's uid cannot point the daemon at
+/// another user's process, nor at the daemon itself), and the process must be older than the file
+/// (a stale file whose pid was reused names a younger process).
 public enum PidfdSignal {
     public static func send(_ signal: Int32, pidFile: String, allowedUsers: Set<UInt32>) throws(DeliveryFailure) {
-        let pid = try readPid(pidFile)
+        let file = try read(pidFile)
+        let pid = file.pid
+        guard pid != getpid() else { throw DeliveryFailure("\(pidFile) names the daemon itself") }
         let descriptor = pidfd_open(pid, 0)
         guard descriptor >= 0 else {
             throw DeliveryFailure("no process \(pid) (from \(pidFile)): \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
-        // Whose the process is, read after the descriptor pins it; then a signal 0 through the
-        // descriptor proves the process read is still the one pinned (a pid reused in between
-        // would belong to a process the descriptor does not refer to, and that one is gone).
-        guard let owner = owner(of: pid) else { throw DeliveryFailure("cannot tell whose process \(pid) (from \(pidFile)) is") }
+        // Whose the process is and when it started, read after the descriptor pins it; then a
+        // signal 0 through the descriptor proves the process read is still the one pinned (a pid
+        // reused in between would belong to a process the descriptor does not refer to).
+        guard let owner = owner(of: pid), let started = startTime(of: pid) else {
+            throw DeliveryFailure("cannot tell whose process \(pid) (from \(pidFile)) is")
+        }
         guard pidfd_send_signal(descriptor, 0, nil, 0) == 0 else {
             throw DeliveryFailure("process \(pid) (from \(pidFile)) is gone")
         }
         guard owner == getuid() || allowedUsers.contains(owner) else {
             throw DeliveryFailure("process \(pid) (from \(pidFile)) belongs to uid \(owner), neither the daemon's nor in sinks.onTokenUsers")
         }
+        guard file.owner == 0 || file.owner == getuid() || file.owner == owner else {
+            throw DeliveryFailure("\(pidFile) belongs to uid \(file.owner), which may not name a process of uid \(owner)")
+        }
+        // A second of slack: the start time is read in clock ticks, the file's time in seconds.
+        guard started <= file.modified + 2 else {
+            throw DeliveryFailure("process \(pid) started after \(pidFile) was written: a reused pid, not the process it names")
+        }
         guard pidfd_send_signal(descriptor, signal, nil, 0) == 0 else {
             throw DeliveryFailure("cannot signal process \(pid) (from \(pidFile)): \(String(cString: strerror(errno)))")
         }
     }
 
-    /// The pid a pid file holds: digits, optionally a newline; at most 64 bytes read.
-    static func readPid(_ path: String) throws(DeliveryFailure) -> pid_t {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+    struct PidFile {
+        let pid: pid_t
+        let owner: UInt32
+        /// When it was last written, in seconds since the epoch.
+        let modified: Int
+    }
+
+    /// The pid a pid file holds (digits, optionally a newline; at most 64 bytes read), whose the
+    /// file is and when it was written. A regular file only: a FIFO put in its place would block
+    /// the read (O_NONBLOCK keeps the open from blocking, the check refuses it).
+    static func read(_ path: String) throws(DeliveryFailure) -> PidFile {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
         guard descriptor >= 0 else { throw DeliveryFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw DeliveryFailure("\(path) is not a regular file") }
         var bytes = [UInt8](repeating: 0, count: 64)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
         guard count > 0 else { throw DeliveryFailure("\(path) is empty") }
         let text = String(decoding: bytes.prefix(count), as: UTF8.self).trimmingCharacters(" \n\t")
         guard let pid = Int32(text), pid > 1 else { throw DeliveryFailure("\(path) holds no pid") }
-        return pid
+        return PidFile(pid: pid, owner: info.st_uid, modified: info.st_mtim.tv_sec)
+    }
+
+    /// When `pid` started, in seconds since the epoch: its start in clock ticks after boot
+    /// (`/proc/PID/stat`, field 22, on the boot-time clock) gives its age, taken from now.
+    static func startTime(of pid: pid_t) -> Int? {
+        guard let stat = contents("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return nil }
+        // Fields after the command name (which may hold spaces and parentheses): state is field 3.
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 19, let ticks = Int(fields[19]) else { return nil }
+        var boot = timespec(), wall = timespec()
+        guard clock_gettime(CLOCK_BOOTTIME, &boot) == 0, clock_gettime(CLOCK_REALTIME, &wall) == 0 else { return nil }
+        let age = boot.tv_sec - ticks / max(sysconf(Int32(_SC_CLK_TCK)), 1)
+        return wall.tv_sec - age
+    }
+
+    private static func contents(_ path: String) -> String? {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        return count > 0 ? String(decoding: bytes.prefix(count), as: UTF8.self) : nil
     }
 
     /// The real uid of `pid`, from `/proc/PID/status`.

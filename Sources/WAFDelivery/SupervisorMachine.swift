@@ -12,6 +12,8 @@ public struct SupervisorMachine: Sendable {
     }
 
     enum State: Sendable, Equatable {
+        /// No child yet: the first token is not in its file.
+        case waiting
         case running
         /// The child was asked to end for a restart; a new one starts when it has.
         case restarting
@@ -34,11 +36,24 @@ public struct SupervisorMachine: Sendable {
     private static let (hangUp, interrupt, terminate, kill): (Int32, Int32, Int32, Int32) = (1, 2, 15, 9)
 
     public let onToken: OnToken
-    private(set) var state = State.running
+    private(set) var state = State.waiting
 
-    /// The child has been started (the first token is in its file).
     public init(onToken: OnToken) {
         self.onToken = onToken
+    }
+
+    /// The first token is in the file: the child starts, unless a SIGTERM or SIGINT came first.
+    public mutating func firstTokenStored() -> [Action] {
+        guard state == .waiting else { return [] }
+        state = .running
+        return [.spawn]
+    }
+
+    /// No first token in the file within the limit: 69 (EX_UNAVAILABLE), and no child.
+    public mutating func firstTokenMissing() -> [Action] {
+        guard state == .waiting else { return [] }
+        state = .done
+        return [.exit(69)]
     }
 
     public mutating func tokenArrived() -> [Action] {
@@ -55,6 +70,12 @@ public struct SupervisorMachine: Sendable {
     /// A signal the supervisor got from outside.
     public mutating func signalled(_ signal: Int32) -> [Action] {
         switch state {
+        case .waiting:
+            // Asked to stop before there is a child: the child never starts, and the exit is as
+            // if it had ended on that signal. SIGHUP has no one to go to.
+            guard signal == Self.terminate || signal == Self.interrupt else { return [] }
+            state = .done
+            return [.exit(128 + signal)]
         case .running, .restarting:
             if signal == Self.terminate || signal == Self.interrupt { state = .stopping }
             return [.signal(signal)]
@@ -74,8 +95,8 @@ public struct SupervisorMachine: Sendable {
         case .restarting:
             state = .running
             return [.cancelKill, .spawn]
-        case .done:
-            preconditionFailure("a child ended after the supervisor was done")
+        case .waiting, .done:
+            preconditionFailure("a child ended while there was none: \(state)")
         }
     }
 

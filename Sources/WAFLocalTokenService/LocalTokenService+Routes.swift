@@ -63,6 +63,15 @@ extension LocalTokenService {
             return (.json(.ok, mintedTokens), 0, false)
         case "/__admin/faults":
             return (admin(faults: head.method, body: body), 0, false)
+        case "/__admin/rotate":
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
+            rotateKey()
+            return (.json(.ok, ["rotated": true]), 0, false)
+        case "/__admin/captcha":
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
+            let on = String(decoding: body, as: UTF8.self).contains("true")
+            askForCaptcha(on)
+            return (.json(.ok, ["captcha": on]), 0, false)
         case "/__admin/reset":
             guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
             reset(counters: true)
@@ -204,11 +213,21 @@ extension LocalTokenService {
     private func protected(_ head: HTTPRequestHead, path: String, body: [UInt8], now: Date) -> Reply {
         let token = head.headers["x-aws-waf-token"].first ?? Self.cookie(named: "aws-waf-token", in: head.headers)
         let host = Self.hostName(head.headers["Host"].first ?? "")
+        let (rotatedAt, captcha) = state.withLockedValue { ($0.rotatedAt, $0.captcha) }
+        if captcha {
+            state.withLockedValue {
+                $0.counters.protectedChallenged += 1
+                $0.counters.record(.protected, status: 405, outcome: "captcha")
+            }
+            return .send(.methodNotAllowed, [("x-amzn-waf-action", "captcha"), ("Content-Type", "text/plain")], Array("captcha\n".utf8))
+        }
         var verdict = "no token"
         if let token {
             switch tokens.check(token, at: now) {
             case .invalid(let reason):
                 verdict = reason
+            case .valid(let claims) where rotatedAt.map({ Double(claims.mintedAtMilliseconds) / 1000 < $0.timeIntervalSince1970 }) == true:
+                verdict = "the token was minted before the web ACL's key rotated"
             case .valid(let claims):
                 // The token's domain must be the request's host, or on the token domain list and
                 // then also good for its subdomains.

@@ -32,6 +32,11 @@ public final class LocalTokenService: Sendable {
         var channels: [ObjectIdentifier: any Channel] = [:]
         var server: (any Channel)?
         var url: String?
+        /// Tokens minted before this moment are refused by the protected resource, as after the
+        /// web ACL's key rotated (`POST /__admin/rotate`).
+        var rotatedAt: Date?
+        /// The protected resource asks every request for a CAPTCHA (`POST /__admin/captcha`).
+        var captcha = false
     }
 
     public let configuration: LocalTokenServiceConfiguration
@@ -120,11 +125,25 @@ public final class LocalTokenService: Sendable {
         state.withLockedValue { $0.latencyMilliseconds = max(0, milliseconds) }
     }
 
-    /// Clears faults and latency; counters too when asked.
+    /// Refuses every token minted until now at the protected resource, as AWS WAF does once the
+    /// web ACL's key rotated; a token fetched afterwards is accepted.
+    public func rotateKey() {
+        state.withLockedValue { $0.rotatedAt = Date() }
+    }
+
+    /// The protected resource answers every request with a CAPTCHA (405 and
+    /// `x-amzn-waf-action: captcha`), as a rule that escalates does; false: as before.
+    public func askForCaptcha(_ on: Bool) {
+        state.withLockedValue { $0.captcha = on }
+    }
+
+    /// Clears faults and latency, a rotation and a CAPTCHA; counters too when asked.
     public func reset(counters: Bool = false) {
         state.withLockedValue { state in
             state.faults = []
             state.latencyMilliseconds = 0
+            state.rotatedAt = nil
+            state.captcha = false
             if counters { state.counters = ServiceCounters() }
         }
     }

@@ -31,6 +31,8 @@ package final class ProviderEntry: Sendable {
     package let board: ProxyBoard
     /// Forced refreshes (`POST /v1/refresh`, the proxy's challenges): at most one fetch per interval.
     package let forcedRefresh: ForcedRefresh
+    /// What the token canary found (docs/canary.md).
+    package let canary = CanaryBoard()
     private let state: NIOLockedValueBox<Tenancy>
     /// Moved by every `update`, so that an answer cached under the old lists is built again.
     private let generation: SnapshotGeneration?

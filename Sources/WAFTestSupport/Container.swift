@@ -25,9 +25,10 @@ public final class Container: @unchecked Sendable {
         return ["systemd", "unified"].map { "/sys/fs/cgroup/\($0)" }.filter { FileManager.default.fileExists(atPath: "\($0)/cgroup.procs") }
     }
 
-    /// The Debian packages of the root: systemd (and the helpers a package's scripts call), and the
+    /// The Debian packages of the root: systemd, polkitd (which needs logind, from libpam-systemd)
+    /// for the reload rule, the helpers a package's scripts call, and the
     /// libraries our binaries link (libpsl and its list, libyaml, libcrypto).
-    static let packages = "systemd,systemd-sysv,dbus,init-system-helpers,libsystemd0,libpsl5,publicsuffix,libyaml-0-2,libssl3"
+    static let packages = "systemd,systemd-sysv,dbus,libpam-systemd,polkitd,init-system-helpers,libsystemd0,libpsl5,publicsuffix,libyaml-0-2,libssl3"
 
     /// The cached root under `cache`, made on first use; named after its package list, so that a
     /// new list makes a new root.

@@ -71,6 +71,21 @@ public final class ServiceProcess: @unchecked Sendable {
         _ = try await http.execute(request, timeout: .seconds(5))
     }
 
+    /// Refuses every token minted so far at the protected resource (the web ACL's key rotated).
+    public func rotateKey() async throws {
+        var request = HTTPClientRequest(url: origin + "/__admin/rotate")
+        request.method = .POST
+        _ = try await http.execute(request, timeout: .seconds(5))
+    }
+
+    /// The protected resource asks every request for a CAPTCHA (`on`), or no longer.
+    public func askForCaptcha(_ on: Bool) async throws {
+        var request = HTTPClientRequest(url: origin + "/__admin/captcha")
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: on ? "true" : "false"))
+        _ = try await http.execute(request, timeout: .seconds(5))
+    }
+
     /// Delays every token-service answer by `milliseconds` from now on.
     public func setLatency(milliseconds: Int) async throws {
         var request = HTTPClientRequest(url: origin + "/__admin/faults")

@@ -195,6 +195,11 @@ extension WAFTokenCtl {
             } else {
                 lines.append("proxy:     off")
             }
+            if let canary = status["canary"], canary != .null {
+                lines.append(
+                    "canary:    \(text(canary["state"])) (last answer \(text(canary["lastResult"])), last accepted \(text(canary["lastAcceptedAt"]))), "
+                        + "\(text(canary["url"]))")
+            }
             return lines.joined(separator: "\n")
         }
 

@@ -12,6 +12,11 @@ package protocol ProxyMetrics: RequestCounting {
     /// The proxy's upstream timer of `provider` (from the request's last byte sent upstream to the
     /// answer's head), for a proxy to keep.
     func upstreamTimer(provider: String) -> CoreMetrics.Timer
+    /// The upstream challenged the token the canary saw accepted last: evidence that the web ACL
+    /// no longer accepts it (docs/canary.md).
+    func challengedAcceptedToken(provider: String)
+    /// The upstream asked for a CAPTCHA, which no token solves.
+    func metCaptcha(provider: String)
 }
 
 /// Why a proxy cannot start or take a reload's settings.

@@ -6,6 +6,9 @@ package struct StorageLayout: Sendable, Equatable {
     package var providers: [String: Target]
     /// Each cookie jar, by path.
     package var cookieJars: [String: Jar]
+    /// Token files only their owner may read (0600): `waf-tokend exec`'s private file, which no
+    /// group is meant to share.
+    package var ownerOnly: Set<String> = []
 
     package struct Target: Sendable, Equatable {
         package var identity: WAFTokenIdentity
@@ -45,7 +48,7 @@ package struct StorageLayout: Sendable, Equatable {
     /// Whose a path is, and as what.
     enum Owner {
         case cookieJar(Jar)
-        case tokenFile(provider: String, group: String?)
+        case tokenFile(provider: String, group: String?, ownerOnly: Bool)
         case stateFile(provider: String, StateStore)
     }
 
@@ -54,7 +57,7 @@ package struct StorageLayout: Sendable, Equatable {
     var owners: [String: Owner] {
         var owners: [String: Owner] = [:]
         for (name, target) in providers {
-            if let file = target.tokenFile { owners[file] = .tokenFile(provider: name, group: target.group) }
+            if let file = target.tokenFile { owners[file] = .tokenFile(provider: name, group: target.group, ownerOnly: ownerOnly.contains(file)) }
             if let state = target.stateFile { owners[state.path] = .stateFile(provider: name, state) }
         }
         for (path, jar) in cookieJars { owners[path] = .cookieJar(jar) }

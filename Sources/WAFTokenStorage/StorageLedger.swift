@@ -39,8 +39,11 @@ struct StorageLedger {
         }
     }
 
-    /// The new layout; returns a retry to schedule, if one is due.
+    /// The new layout; returns a retry to schedule, if one is due. Files the process made private
+    /// stay private: a reload cannot know them.
     mutating func configure(_ new: StorageLayout) -> (Duration, generation: Int)? {
+        var new = new
+        new.ownerOnly.formUnion(layout.ownerOnly)
         for (name, target) in layout.providers where new.providers[name]?.identity != target.identity {
             records[name] = nil
             // Changed: its old files go now. Gone: its files are retired below, and one added
@@ -118,7 +121,7 @@ struct StorageLedger {
         case .cookieJar(let jar)?:
             let cookies = jar.providers.sorted().compactMap { records[$0]?.cookie }
             return .bytes(cookies.isEmpty ? nil : Array(CookieJar.text(cookies).utf8))
-        case .tokenFile(let name, _)?:
+        case .tokenFile(let name, _, _)?:
             guard managed.contains(name) else { return .keep }
             return .bytes(records[name]?.token.map { Array($0.value.utf8) })
         case .stateFile(let name, let state)?:
@@ -170,7 +173,9 @@ struct StorageLedger {
         case .stateFile(_, let state)?:
             try state.makeDirectory()
             try AtomicFile.write(bytes, to: path, mode: .ownerReadWrite)
-        case .tokenFile(_, let group)?:
+        case .tokenFile(_, _, ownerOnly: true)?:
+            try AtomicFile.write(bytes, to: path, mode: .ownerReadWrite)
+        case .tokenFile(_, let group, ownerOnly: false)?:
             try AtomicFile.write(bytes, to: path, mode: [.ownerReadWrite, .groupRead], group: group)
         case .cookieJar(let jar)?:
             try AtomicFile.write(bytes, to: path, mode: [.ownerReadWrite, .groupRead], group: jar.group)

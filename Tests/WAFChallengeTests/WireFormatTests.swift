@@ -52,6 +52,22 @@ struct WireFormatTests {
         #expect(problem(body) == expected)
     }
 
+    @Test("CANARY6: what the solver cannot solve is counted by kind: an unknown type, an unknown difficulty shape, a CAPTCHA; not a malformed answer")
+    func CANARY6_unsolvableByKind() {
+        let kinds: [(String, String?)] = [
+            (challengeBody(["challenge_type": "\"h000\""]), "unknownType"),
+            (challengeBody(["challenge_type": "\"\(ChallengeType.networkBandwidth.id)\""]), "unknownType"),
+            (challengeBody(["challenge_type": "\"captcha-v2\""]), "captcha"),
+            (challengeBody(["difficulty": "33"]), "unknownDifficulty"),
+            (challengeBody(["challenge_type": "\"\(ChallengeType.scrypt.id)\"", "memory": "100"]), "unknownDifficulty"),
+            (challengeBody(["challenge": #"{"input":"%%%not base64","hmac":"\#(hmac32)"}"#]), nil),
+            ("[1,2]", nil),
+        ]
+        for (body, kind) in kinds {
+            #expect(UnsolvableChallenge.reason(problem(body) ?? "") == kind, "\(problem(body) ?? "")")
+        }
+    }
+
     @Test("verify answers: a token, a fresh challenge, or a clear error")
     func verifyAnswers() throws {
         #expect(try VerifyOutcome(parsing: Array(#"{"token":"abc:def"}"#.utf8)) == .token("abc:def"))

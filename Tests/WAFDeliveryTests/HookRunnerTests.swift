@@ -69,4 +69,36 @@ struct HookRunnerTests {
         runner.waitForRuns()
         #expect(runs.withLockedValue { $0 } == ["t1", "t1", "t2"], "the newer token went instead, and its success ended it")
     }
+
+    @Test("HOOK3: after stop, nothing more runs: not the action queued behind the one under way, not a retry, not a new token")
+    func HOOK3_nothingRunsAfterStop() {
+        let clock = ManualClock()
+        let runs = NIOLockedValueBox<[String]>([])
+        let reports = NIOLockedValueBox(0)
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let runner = HookRunner(
+            actions: [.reload(unit: "a.service"), .reload(unit: "b.service")],
+            perform: { action, token throws(DeliveryFailure) in
+                runs.withLockedValue { $0.append("\(action)") }
+                if action == .reload(unit: "a.service") {
+                    entered.signal()
+                    release.wait()
+                    throw DeliveryFailure("killed")
+                }
+            }, schedule: clock.schedule, report: { _ in reports.withLockedValue { $0 += 1 } })
+        runner.tokenArrived("t1")
+        entered.wait()
+        // a.service is under way and b.service queued behind it when the daemon stops.
+        let stopped = DispatchQueue(label: "stop")
+        stopped.async { runner.stop() }
+        stopped.sync {}
+        release.signal()
+        runner.waitForRuns()
+        runner.tokenArrived("t2")
+        clock.fire()
+        runner.waitForRuns()
+        #expect(runs.withLockedValue { $0 } == ["reload a.service"], "b.service never ran")
+        #expect(reports.withLockedValue { $0 } == 0, "nothing reported after the stop, and no retry armed")
+    }
 }

@@ -1,8 +1,4 @@
 import Dispatch
-
-#if canImport(Glibc)
-import Glibc
-#endif
 import Logging
 import NIOConcurrencyHelpers
 import Testing
@@ -11,6 +7,10 @@ import WAFTokenCore
 import WAFTokenCoreTestKit
 
 @testable import WAFDelivery
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// A hook that hangs delays no refresh: the provider's schedule, in virtual time, is the same with
 /// a delivery action that never returns as without one.

@@ -73,4 +73,39 @@ struct MechanismsTests {
         #expect(throws: DeliveryFailure.self) { try PidfdSignal.send(SIGCONT, pidFile: directory + "/other.pid", allowedUsers: []) }
         try PidfdSignal.send(SIGCONT, pidFile: directory + "/other.pid", allowedUsers: [65534])
     }
+
+    @Test(
+        "HOOK4: a pid file is believed only as far as its writer could sign it: not another user's file, not the daemon, not a FIFO, not a younger process"
+    )
+    func HOOK4_pidFileTrust() async throws {
+        let directory = try Self.scratch()
+        let child = try Spawned(["/bin/sleep", "30"], environment: [:], stdin: .null, output: .null)
+        defer { child.kill(SIGKILL); _ = child.wait(timeout: .seconds(5)) }
+        try await Task.sleep(for: .milliseconds(100))
+        func refusal(_ name: String) -> String? {
+            do throws(DeliveryFailure) {
+                try PidfdSignal.send(SIGCONT, pidFile: directory + "/" + name, allowedUsers: [])
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        // Another user's file naming this user's process: an app's uid cannot aim at us.
+        try String(child.pid).write(toFile: directory + "/foreign.pid", atomically: true, encoding: .utf8)
+        chown(directory + "/foreign.pid", 65534, 65534)
+        #expect(refusal("foreign.pid")?.contains("belongs to uid 65534") == true, "\(refusal("foreign.pid") ?? "signalled")")
+        chown(directory + "/foreign.pid", getuid(), getgid())
+        #expect(refusal("foreign.pid") == nil, "the same file, ours: signalled")
+        // The daemon itself.
+        try String(getpid()).write(toFile: directory + "/self.pid", atomically: true, encoding: .utf8)
+        #expect(refusal("self.pid")?.contains("the daemon itself") == true)
+        // A FIFO in a pid file's place: refused at once, never a blocked read.
+        mkfifo(directory + "/fifo.pid", 0o600)
+        #expect(refusal("fifo.pid")?.contains("not a regular file") == true)
+        // A stale file: written (as its time says) an hour before the process it names started.
+        try String(child.pid).write(toFile: directory + "/stale.pid", atomically: true, encoding: .utf8)
+        var times = [timespec(tv_sec: time(nil) - 3600, tv_nsec: 0), timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)]
+        utimensat(AT_FDCWD, directory + "/stale.pid", &times, 0)
+        #expect(refusal("stale.pid")?.contains("reused pid") == true, "\(refusal("stale.pid") ?? "signalled")")
+    }
 }

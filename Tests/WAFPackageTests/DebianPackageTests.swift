@@ -87,6 +87,7 @@ struct DebianPackageTests {
         #expect(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == value, "the saved token, served at once")
 
         try await sandbox(sh, service: service)
+        try await HOOK4_reloadUnit(sh)
 
         // Remove: stopped, the socket gone, the configuration left.
         let remove = try await sh("dpkg -r waf-tokend")
@@ -124,14 +125,16 @@ struct DebianPackageTests {
         ])
         try #require(configured.status == 0, "\(configured.stderr)")
         _ = try await sh("waf-tokenctl token --wait 20")
-        // Where they listen, as bound: from the daemon's own lines (ports the system chose).
-        let journal = try await sh("journalctl -u waf-tokend.service -o cat --no-pager | grep -E 'serving the token API|proxy serving' | tail -2")
-            .stdout
-        func bound(_ key: String) -> String? {
-            journal.split(whereSeparator: { $0 == " " || $0 == "\n" }).last { $0.hasPrefix(key + "=") }.map { String($0.dropFirst(key.count + 1)) }
+        // Where they listen, as bound: from the daemon's own lines (ports the system chose), whose
+        // metadata the journal keeps as fields (auth.listen as AUTH_LISTEN); the last start's.
+        let journal = try await sh("journalctl -u waf-tokend.service -o verbose --no-pager | grep -E '^ *(AUTH|PROXY)_LISTEN='").stdout
+        func bound(_ field: String) -> String? {
+            journal.split(whereSeparator: { $0 == " " || $0 == "\n" }).last { $0.hasPrefix(field + "=") }.map {
+                String($0.dropFirst(field.count + 1))
+            }
         }
-        let auth = try #require(bound("auth.listen"), "\(journal)")
-        let proxy = try #require(bound("proxy.listen"), "\(journal)")
+        let auth = try #require(bound("AUTH_LISTEN"), "\(journal)")
+        let proxy = try #require(bound("PROXY_LISTEN"), "\(journal)")
         // A request over bash's /dev/tcp (no curl in the container), as root or as nobody; the status line.
         func get(_ address: String, _ path: String, asNobody: Bool) async throws -> String {
             let parts = address.split(separator: ":")
@@ -154,5 +157,54 @@ struct DebianPackageTests {
             "rm /etc/systemd/system/waf-tokend.service.d/test.conf && systemctl daemon-reload && systemctl reset-failed waf-tokend.service; "
                 + "systemctl restart waf-tokend.service")
         #expect(restored.status == 0, "\(restored.stderr)")
+    }
+
+    /// HOOK-4 under the installed unit: a `reload` action reloads a unit through systemd's D-Bus
+    /// API, allowed by exactly the polkit rule docs/delivery.md gives (deploy/polkit/).
+    private func HOOK4_reloadUnit(_ sh: (String) async throws -> (status: Int32, stdout: String, stderr: String)) async throws {
+        let rule = try String(contentsOf: repositoryDirectory.appendingPathComponent("deploy/polkit/50-waf-tokend-reload.rules"), encoding: .utf8)
+            .replacingOccurrences(of: "app.service", with: "waf-hook-target.service")
+        let target = """
+            [Service]
+            ExecStart=/bin/sleep infinity
+            ExecReload=/bin/sh -c 'echo reloaded >> /run/waf-hook-target.reloads'
+            """
+        let setUp = try await sh(
+            """
+            printf '%s\\n' '\(target)' > /etc/systemd/system/waf-hook-target.service && mkdir -p /etc/polkit-1/rules.d \
+            && cat > /etc/polkit-1/rules.d/50-waf-tokend-reload.rules <<'RULE'
+            \(rule)
+            RULE
+            systemctl daemon-reload && systemctl restart polkit.service && systemctl start waf-hook-target.service \
+            && mkdir -p /etc/systemd/system/waf-tokend.service.d \
+            && printf '%s\\n' '[Service]' 'Environment="WAF_TOKEND_SINKS_ON_TOKEN=[{reload: waf-hook-target.service}]"' \
+                > /etc/systemd/system/waf-tokend.service.d/hook.conf \
+            && systemctl daemon-reload && systemctl restart waf-tokend.service
+            """)
+        try #require(setUp.status == 0, "\(setUp.stdout)\(setUp.stderr)")
+        // A new token (the saved one is fresh, so a restart fetches none): the unit is reloaded.
+        let refreshed = try await sh("waf-tokenctl refresh")
+        #expect(refreshed.status == 0, "\(refreshed.stderr)")
+        var reloads = ""
+        for _ in 0..<100 {
+            reloads = try await sh("cat /run/waf-hook-target.reloads 2>/dev/null").stdout
+            if reloads.contains("reloaded") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let journal = try await sh("journalctl -u waf-tokend.service -o cat --no-pager | tail -5").stdout
+        #expect(reloads.contains("reloaded"), "the unit was reloaded: \(journal)")
+        // Exactly that unit: another is refused.
+        _ = try await sh(
+            "printf '%s\\n' '[Service]' 'Environment=\"WAF_TOKEND_SINKS_ON_TOKEN=[{reload: dbus.service}]\"' "
+                + "> /etc/systemd/system/waf-tokend.service.d/hook.conf && systemctl daemon-reload && systemctl restart waf-tokend.service "
+                + "&& waf-tokenctl refresh")
+        var said = ""
+        for _ in 0..<100 {
+            said = try await sh("journalctl -u waf-tokend.service -o cat --no-pager | tail -20").stdout
+            if said.contains("token delivery failed") { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(said.contains("token delivery failed") && said.contains("reload dbus.service"), "\(said)")
+        _ = try await sh("rm /etc/systemd/system/waf-tokend.service.d/hook.conf && systemctl daemon-reload && systemctl restart waf-tokend.service")
     }
 }

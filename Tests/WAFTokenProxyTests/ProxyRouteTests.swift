@@ -21,6 +21,8 @@ struct ProxyRouteTests {
         }
         func countProxyEvent(provider: String, _ event: String) {}
         func upstreamTimer(provider: String) -> CoreMetrics.Timer { CoreMetrics.Timer(label: "t", factory: NOOPMetricsHandler.instance) }
+        func challengedAcceptedToken(provider: String) {}
+        func metCaptcha(provider: String) {}
     }
 
     static let first = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"

@@ -51,6 +51,7 @@ struct ProviderStatusBody: Encodable {
     let configuration: WAFConfiguration
     let status: WAFProviderStatus
     let board: ProxyBoard
+    let canary: CanaryBoard
     /// The daemon's counters, added to the provider's where it stands at the top.
     let api: APIContext?
 
@@ -59,11 +60,13 @@ struct ProviderStatusBody: Encodable {
         configuration = entry.provider.configuration
         self.status = status
         board = entry.board
+        canary = entry.canary
         self.api = api
     }
 
     private enum Keys: String, CodingKey {
-        case provider, domainName, applicationIntegrationUrl, lifecycle, refresh, token, counters, proxy
+        case provider, domainName, applicationIntegrationUrl, lifecycle, refresh, token, counters, proxy, canary
+        case url, lastResult, lastAcceptedAt
         case state, nextAt, held, inFlight, consecutiveFailures, lastError, pendingRequests, backgroundRefreshEnabled
         case fingerprint, fetchedAt, ageSeconds, stale
         case fetchAttempts, fetchSuccesses, fetchFailures, callbackFailures, requestsServed, connections, eventSubscribers
@@ -114,5 +117,15 @@ struct ProviderStatusBody: Encodable {
             try counters.encode(api.events.subscriberCount, forKey: .eventSubscribers)
         }
         try root.encode(board.snapshot, forKey: .proxy)
+        // What the token canary found: `rejected` while the web ACL does not accept the token.
+        if let canary = canary.snapshot {
+            var body = root.nestedContainer(keyedBy: Keys.self, forKey: .canary)
+            try body.encode(canary.state.rawValue, forKey: .state)
+            try body.encode(canary.url, forKey: .url)
+            try body.encode(canary.lastResult, forKey: .lastResult)
+            try body.encode(canary.lastAcceptedAt.map(HTTPReply.timeStyle.format), forKey: .lastAcceptedAt)
+        } else {
+            try root.encodeNil(forKey: .canary)
+        }
     }
 }

@@ -96,8 +96,9 @@ extension APIHandler {
         } else {
             entries = api.providers.all
         }
+        // No fresh token, or a token the canary found the web ACL no longer accepts.
         let unready = entries.filter { entry in
-            entry.provider.configuration.backgroundRefreshEnabled && entry.currentToken?.stale != false
+            (entry.provider.configuration.backgroundRefreshEnabled && entry.currentToken?.stale != false) || entry.canary.holdsReadiness
         }
         // Only the providers this peer may use are named (TENANT-7).
         let named = unready.filter { api.role == .probes || $0.allows(connection.peer) }.map(\.name)
@@ -106,7 +107,8 @@ extension APIHandler {
             ? .json(.ok, ["ready": true])
             : .error(
                 .serviceUnavailable, "notReady",
-                "no fresh token is cached" + (entries.count > 1 && !named.isEmpty ? " for \(named.joined(separator: ", "))" : ""))
+                "no fresh token is cached, or the canary finds it refused"
+                    + (entries.count > 1 && !named.isEmpty ? " for \(named.joined(separator: ", "))" : ""))
         respond(context, head, response, endpoint: "/readyz")
     }
 

@@ -101,7 +101,8 @@ enum ExecMode {
             sources.commandLine[chosen.isDefault ? "sinks.tokenFile" : "providers.\(chosen.name).sinks.tokenFile"] = tokenFile
         }
         let settings = ExecService.Settings(
-            provider: chosen.name, tokenFile: tokenFile, onToken: options.onToken, firstTokenTimeout: .seconds(options.firstTokenTimeout),
+            provider: chosen.name, tokenFile: tokenFile, privateFile: temporary != nil, onToken: options.onToken,
+            firstTokenTimeout: .seconds(options.firstTokenTimeout),
             command: options.command)
         let code = await Daemon.run(sources: sources, demo: false, exec: settings)
         if let temporary {

@@ -26,6 +26,8 @@ final class ExecService: Service, Sendable {
     struct Settings: Sendable {
         let provider: String
         let tokenFile: String
+        /// The file is exec's own, in a private directory: 0600, no group.
+        let privateFile: Bool
         let onToken: SupervisorMachine.OnToken
         let firstTokenTimeout: Duration
         let command: [String]
@@ -71,13 +73,7 @@ final class ExecService: Service, Sendable {
 
     func run() async throws {
         guard let entry = providers.named(settings.provider) else { return finish(70) }
-        guard let token = await firstToken(entry) else {
-            writeStandardError(
-                "waf-tokend: no first token of provider \(settings.provider) within \(settings.firstTokenTimeout.components.seconds) s; not starting \(settings.command[0])\n"
-            )
-            return finish(69)
-        }
-        _ = persistence.holds(token, of: settings.provider)
+        // The signals are the supervisor's from the start: a stop before the first token ends it.
         let sources = Self.forwarded.map { signal in
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [self] in carryOut { $0.signalled(signal) } }
@@ -87,37 +83,102 @@ final class ExecService: Service, Sendable {
         defer { sources.forEach { $0.cancel() } }
         let observer = entry.provider.observe { [self] event in
             guard case .tokenUpdated(let token, .fetched) = event else { return }
-            // The child is told once the file holds the token (a failing write is retried by
-            // storage; a newer token makes this one moot).
-            queue.async { [self] in
-                for _ in 0..<50 {
-                    if persistence.holds(token.value, of: settings.provider) { return carryOut { $0.tokenArrived() } }
-                    if entry.provider.cachedToken()?.token.value != token.value { return }
-                    usleep(100_000)
-                }
-            }
+            queue.async { [self] in tellWhenStored(token.value, entry, triesLeft: 50) }
         }
         defer { entry.provider.stopObserving(observer) }
-        await withCheckedContinuation { continuation in
-            queue.async { [self] in
-                state.withLockedValue { $0.finished = continuation }
-                spawn()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await self.startOnFirstToken(entry) }
+            // Until the supervisor is done; cancelled (another service failed), the child is
+            // asked to end as on SIGTERM, and its end is the end.
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    queue.async { [self] in
+                        let done = state.withLockedValue { state in
+                            if !state.done { state.finished = continuation }
+                            return state.done
+                        }
+                        if done { continuation.resume() }
+                    }
+                }
+            } onCancel: {
+                queue.async { [self] in carryOut { $0.signalled(SIGTERM) } }
             }
+            group.cancelAll()
         }
     }
 
-    private func firstToken(_ entry: ProviderEntry) async -> String? {
+    /// The child is told of a new token once the file holds it (a failing write is retried by
+    /// storage; a newer token makes this one moot); checked again every 100 ms, for 5 s at most.
+    private func tellWhenStored(_ token: String, _ entry: ProviderEntry, triesLeft: Int) {
+        if persistence.holds(token, of: settings.provider) { return carryOut { $0.tokenArrived() } }
+        guard triesLeft > 0, entry.provider.cachedToken()?.token.value == token else { return }
+        queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in tellWhenStored(token, entry, triesLeft: triesLeft - 1) }
+    }
+
+    /// Waits, until `--first-token-timeout`, for a token that the file holds, then starts the
+    /// child. A failed wait (the provider's retries ran out) is asked again: the provider keeps
+    /// trying. A token restored from state is not in a file exec made anew: one refresh fetches
+    /// one that is.
+    private func startOnFirstToken(_ entry: ProviderEntry) async {
+        let deadline = ContinuousClock.now + settings.firstTokenTimeout
+        var refreshed = false
+        while !Task.isCancelled, ContinuousClock.now < deadline {
+            guard let token = await tokenReady(entry, until: deadline) else {
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            for _ in 0..<20 where !Task.isCancelled {
+                if await stored(token) { return queue.async { [self] in carryOut { $0.firstTokenStored() } } }
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+            if !refreshed, entry.provider.cachedToken()?.token.value == token {
+                refreshed = true
+                _ = entry.provider.refreshToken { _, _ in }
+            }
+        }
+        guard !Task.isCancelled else { return }
+        writeStandardError(
+            "waf-tokend: no first token of provider \(settings.provider) within \(settings.firstTokenTimeout.components.seconds) s; not starting \(settings.command[0])\n"
+        )
+        queue.async { [self] in carryOut { $0.firstTokenMissing() } }
+    }
+
+    private func stored(_ token: String) async -> Bool {
         await withCheckedContinuation { continuation in
-            let answered = Once()
-            let wait = entry.provider.onTokenReady { token, _ in
-                if answered.claim() { continuation.resume(returning: token?.value) }
+            queue.async { [self] in continuation.resume(returning: persistence.holds(token, of: settings.provider)) }
+        }
+    }
+
+    /// The provider's token once it has one (nil: its retries ran out, or the deadline or a
+    /// cancellation came first: whichever comes first answers, once).
+    private func tokenReady(_ entry: ProviderEntry, until deadline: ContinuousClock.Instant) async -> String? {
+        let pending = NIOLockedValueBox<(continuation: CheckedContinuation<String?, Never>?, wait: WAFTokenWait?)>((nil, nil))
+        @Sendable func answer(_ token: String?) {
+            let (continuation, wait) = pending.withLockedValue { pending in
+                defer { pending = (nil, nil) }
+                return pending
             }
-            queue.asyncAfter(deadline: .now() + .nanoseconds(Int(settings.firstTokenTimeout.components.seconds * 1_000_000_000))) {
-                if answered.claim() {
+            wait?.cancel()
+            continuation?.resume(returning: token)
+        }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                pending.withLockedValue { $0.continuation = continuation }
+                let wait = entry.provider.onTokenReady { token, _ in answer(token?.value) }
+                // Answered already (a cached token answers at once): the wait is spent.
+                if pending.withLockedValue({ pending in
+                    guard pending.continuation != nil else { return false }
+                    pending.wait = wait
+                    return true
+                }) == false {
                     wait.cancel()
-                    continuation.resume(returning: nil)
                 }
+                let left = max(ContinuousClock.now.duration(to: deadline), .zero)
+                queue.asyncAfter(deadline: .now() + .milliseconds(Int(left / .milliseconds(1)))) { answer(nil) }
+                if Task.isCancelled { answer(nil) }
             }
+        } onCancel: {
+            answer(nil)
         }
     }
 

@@ -10,7 +10,14 @@ import WAFTokenStorage
 /// of every fetched token, they run once its files hold it. An outcome is an event (`hook`), a log
 /// line and a metric, never with the token.
 final class DeliveryHooks: Sendable {
-    private let runners = NIOLockedValueBox<[String: (actions: [DeliveryAction], runner: HookRunner)]>([:])
+    /// What a runner is made of: a change of any of it makes a new one.
+    private struct Settings: Equatable {
+        let actions: [DeliveryAction]
+        let allowedUsers: Set<UInt32>
+        let timeout: Int
+    }
+
+    private let runners = NIOLockedValueBox<[String: (settings: Settings, runner: HookRunner)]>([:])
     private let persistence: TokenPersistence
     private let metrics: DaemonMetrics
     private let broadcaster: EventBroadcaster
@@ -29,14 +36,22 @@ final class DeliveryHooks: Sendable {
     }
 
     /// Makes `provider`'s actions what `configuration` says (none: no runner); a runner whose
-    /// actions stay is kept, with its runs and retries.
+    /// settings stay is kept, with its runs and retries.
     func configure(_ provider: ProviderConfiguration, _ configuration: DaemonConfiguration) {
-        let actions = configuration.inherited(Keys.sinksOnToken, for: provider) ?? []
-        let old = runners.withLockedValue { runners -> HookRunner? in
-            if runners[provider.name]?.actions == actions { return nil }
-            let old = runners.removeValue(forKey: provider.name)?.runner
-            if !actions.isEmpty { runners[provider.name] = (actions, makeRunner(provider.name, actions, configuration)) }
-            return old
+        // Names are looked up here, outside the lock the provider's observer takes.
+        let users = configuration[Keys.sinksOnTokenUsers].compactMap { name in
+            let id = UInt32(name) ?? AccessPolicy.userID(named: name)
+            if id == nil { logger.warning("sinks.onTokenUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
+            return id
+        }
+        let settings = Settings(
+            actions: configuration.inherited(Keys.sinksOnToken, for: provider) ?? [], allowedUsers: Set(users),
+            timeout: configuration[Keys.sinksOnTokenTimeoutSec])
+        if runners.withLockedValue({ $0[provider.name]?.settings }) == settings { return }
+        let runner = settings.actions.isEmpty ? nil : makeRunner(provider.name, settings)
+        let old = runners.withLockedValue { runners in
+            defer { runners[provider.name] = runner.map { (settings, $0) } }
+            return runners[provider.name]?.runner
         }
         old?.stop()
     }
@@ -51,15 +66,14 @@ final class DeliveryHooks: Sendable {
         runners.withLockedValue { $0.removeValue(forKey: provider) }?.runner.stop()
     }
 
-    private func makeRunner(_ name: String, _ actions: [DeliveryAction], _ configuration: DaemonConfiguration) -> HookRunner {
-        let allowed = Set(configuration[Keys.sinksOnTokenUsers].compactMap { UInt32($0) ?? AccessPolicy.userID(named: $0) })
+    private func makeRunner(_ name: String, _ settings: Settings) -> HookRunner {
         let running = RunningCommand()
         let mechanisms = HookRunner.mechanisms(
-            allowedUsers: allowed, timeout: .seconds(configuration[Keys.sinksOnTokenTimeoutSec]),
+            allowedUsers: settings.allowedUsers, timeout: .seconds(settings.timeout),
             environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "WAF_TOKEND_PROVIDER": name], running: running)
         let (persistence, metrics, broadcaster, logger) = (persistence, metrics, broadcaster, logger)
         return HookRunner(
-            actions: actions,
+            actions: settings.actions,
             perform: { action, token throws(DeliveryFailure) in
                 // A program is told of a token only once its files hold it.
                 guard persistence.holds(token, of: name) else {

@@ -1,4 +1,5 @@
 import Logging
+import WAFChallenge
 import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
@@ -45,6 +46,9 @@ struct ProviderFactory: Sendable {
             case .tokenUpdated(let token, .fetched):
                 metrics.countFetch(provider: name, success: true)
                 hooks.tokenFetched(token.value, of: name)
+            case .refreshFailed(.invalidChallenge(let reason), _, _):
+                metrics.countFetch(provider: name, success: false)
+                if let unsolvable = UnsolvableChallenge.reason(reason) { metrics.countUnsolvable(provider: name, reason: unsolvable) }
             case .refreshFailed: metrics.countFetch(provider: name, success: false)
             default: break
             }
@@ -55,6 +59,7 @@ struct ProviderFactory: Sendable {
             forcedRefresh: ForcedRefresh(interval: .seconds(daemon[Keys.refreshMinForcedIntervalSec])) { decision in
                 metrics.countForcedRefresh(provider: name, decision)
             }, generation: generation)
+        parts.canaries.configure(entry, configuration, daemon)
         return (entry, ProxyController(entry: entry, metrics: metrics, budget: parts.budget, logger: logger))
     }
 

@@ -129,6 +129,7 @@ final class Reloader: Sendable {
         for (entry, proxy) in added {
             parts.proxies.remove(entry.name)
             parts.hooks.remove(entry.name)
+            parts.canaries.remove(entry.name)
             await factory.retire(entry, proxy: proxy)
         }
         let before = Dictionary(uniqueKeysWithValues: plan.old.providers.map { ($0.name, $0) })
@@ -150,6 +151,12 @@ final class Reloader: Sendable {
         if let fetcher = prepared.fetcher { parts.fetcher.replace(with: fetcher) }
         if !plan.deferredKeys.isEmpty { logger.warning("\(plan.deferredKeys.joined(separator: ", ")) take effect at the next start") }
         LogLevelControl.process.level = new[Keys.logLevel]
+        // 0. A provider whose identity changes tells no one of tokens until its new settings
+        //    apply (step 3), and its canary forgets what it saw of the old identity's token.
+        for (old, provider) in plan.kept where old.identity != provider.identity {
+            parts.hooks.remove(provider.name)
+            if let entry = parts.providers.named(provider.name) { parts.canaries.remove(entry) }
+        }
         // 1. Every kept provider takes its new settings; one whose identity changes has dropped
         //    its token once this returns.
         for (_, provider) in plan.kept {
@@ -169,12 +176,16 @@ final class Reloader: Sendable {
             entry.forcedRefresh.interval = .seconds(new[Keys.refreshMinForcedIntervalSec])
         }
         for (entry, _) in prepared.added { parts.providers.insert(entry) }
-        for (_, provider) in plan.kept { parts.hooks.configure(provider, new) }
+        for (_, provider) in plan.kept {
+            parts.hooks.configure(provider, new)
+            if let entry = parts.providers.named(provider.name) { parts.canaries.configure(entry, provider, new) }
+        }
         let factory = ProviderFactory(parts: parts)
         for name in plan.removed {
             guard let entry = parts.providers.remove(name) else { continue }
             await factory.retire(entry, proxy: parts.proxies.remove(name))
             parts.hooks.remove(name)
+            parts.canaries.remove(name)
             parts.metrics.forget(provider: name)
             logger.notice("provider removed", metadata: ["provider": "\(name)"])
         }

@@ -20,6 +20,9 @@ public enum Daemon {
     static func run(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
         SignalService.ignoreDefaultActions()
         if exec != nil { ExecService.ignoreDefaultActions() }
+        // A run action whose program closed its standard input early gets EPIPE, not the daemon
+        // killed (the children start with every signal at its default).
+        signal(SIGPIPE, SIG_IGN)
         let integration = DaemonIntegration.current
         let notifier = integration.makeNotifier()
         func fail(_ failure: DaemonFailure) -> Int32 {

@@ -6,6 +6,12 @@ import WAFSocketAPI
 import WAFTokenCore
 import WAFTokenProxy
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// The daemon's metrics, through swift-metrics on a Prometheus registry of its own (no global
 /// bootstrap, so that several daemons can live in one test process). No metric carries a token;
 /// every provider metric carries a `provider` label (MULTI-5).
@@ -53,6 +59,10 @@ final class DaemonMetrics: Sendable {
     private let reloads = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let forcedRefreshes = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let hookRuns = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    private let canaryCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
+    /// Where the proxy's evidence goes: the canaries, which the runtime sets once made.
+    let canaryEvidence = NIOLockedValueBox<(@Sendable (String) -> Void)?>(nil)
+    private let canaryAcceptedAt = NIOLockedValueBox<[String: CoreMetrics.Gauge]>([:])
 
     init() {
         factory = PrometheusMetricsFactory(registry: registry)
@@ -84,14 +94,25 @@ final class DaemonMetrics: Sendable {
     func forget(provider name: String) {
         providers.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
         // The proxy's series too: its counters exist from the proxy's start, used or not.
-        for cache in [proxyCounters, forcedRefreshes] {
-            let counters = cache.withLockedValue { counters in
-                let keys = counters.keys.filter { $0.split(separator: " ").dropFirst().first.map(String.init) == name }
-                return keys.compactMap { counters.removeValue(forKey: $0) }
-            }
-            counters.forEach { $0.destroy() }
-        }
+        for cache in [proxyCounters, forcedRefreshes, hookRuns, canaryCounters] { forget(name, in: cache) }
         proxyUpstreamTimes.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
+        forgetCanary(provider: name)
+    }
+
+    /// A provider's canary stopped: its series go (a last-accepted time left behind would fire
+    /// WAFTokenNotAccepted for ever); the solver's counts stay.
+    func forgetCanary(provider name: String) {
+        forget(name, in: canaryCounters) { $0.hasPrefix("waf_tokend_canary_total ") }
+        canaryAcceptedAt.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
+    }
+
+    /// Removes the counters of `cache` whose first dimension is the provider `name`.
+    private func forget(_ name: String, in cache: NIOLockedValueBox<[String: CoreMetrics.Counter]>, where chosen: (String) -> Bool = { _ in true }) {
+        let counters = cache.withLockedValue { counters in
+            let keys = counters.keys.filter { chosen($0) && $0.split(separator: " ").dropFirst().first.map(String.init) == name }
+            return keys.compactMap { counters.removeValue(forKey: $0) }
+        }
+        counters.forEach { $0.destroy() }
     }
 
     private func provider(_ name: String) -> ProviderMetrics {
@@ -114,6 +135,41 @@ final class DaemonMetrics: Sendable {
     /// (`success`, `failure`, `timeout`).
     func countHookRun(provider: String, action: String, result: String) {
         counter(in: hookRuns, label: "waf_tokend_hook_runs_total", dimensions: [("provider", provider), ("action", action), ("result", result)])
+            .increment()
+    }
+
+    /// `waf_tokend_canary_total{provider, result}`: `accepted`, `challenged`, `captcha`,
+    /// `unreachable`, and `proxyChallenged` (the proxy's evidence).
+    func countCanary(provider: String, result: String) {
+        counter(in: canaryCounters, label: "waf_tokend_canary_total", dimensions: [("provider", provider), ("result", result)]).increment()
+    }
+
+    /// `waf_tokend_canary_last_accepted_timestamp_seconds{provider}`.
+    func canaryAccepted(provider: String, at date: Date) {
+        acceptedGauge(provider).gauge.record(date.timeIntervalSince1970)
+    }
+
+    /// A canary starts: until its first accepted answer the gauge holds this time, unless an
+    /// earlier canary of the provider (before a change of its settings) set it.
+    func canaryStarted(provider: String, at date: Date) {
+        let (gauge, made) = acceptedGauge(provider)
+        if made { gauge.record(date.timeIntervalSince1970) }
+    }
+
+    private func acceptedGauge(_ provider: String) -> (gauge: CoreMetrics.Gauge, made: Bool) {
+        canaryAcceptedAt.withLockedValue { gauges in
+            if let gauge = gauges[provider] { return (gauge, false) }
+            let gauge = CoreMetrics.Gauge(
+                label: "waf_tokend_canary_last_accepted_timestamp_seconds", dimensions: [("provider", provider)], factory: factory)
+            gauges[provider] = gauge
+            return (gauge, true)
+        }
+    }
+
+    /// `waf_tokend_challenge_unsolvable_total{provider, reason}`: `unknownType`, `unknownDifficulty`
+    /// (a challenge the solver cannot solve), `captcha` (a CAPTCHA the canary or the proxy met).
+    func countUnsolvable(provider: String, reason: String) {
+        counter(in: canaryCounters, label: "waf_tokend_challenge_unsolvable_total", dimensions: [("provider", provider), ("reason", reason)])
             .increment()
     }
 
@@ -186,6 +242,14 @@ final class DaemonMetrics: Sendable {
 }
 
 extension DaemonMetrics: APIMetrics, ProxyMetrics {
+    func challengedAcceptedToken(provider: String) {
+        canaryEvidence.withLockedValue { $0 }?(provider)
+    }
+
+    func metCaptcha(provider: String) {
+        countUnsolvable(provider: provider, reason: "captcha")
+    }
+
     func connectionsChanged(_ count: Int) {
         connections.record(count)
     }

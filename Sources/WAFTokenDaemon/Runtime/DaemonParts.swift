@@ -22,5 +22,7 @@ struct DaemonParts: Sendable {
     let budget: MemoryBudget
     /// Each provider's delivery actions (`sinks.onToken`).
     let hooks: DeliveryHooks
+    /// Each provider's token canary (`canary.url`).
+    let canaries: Canaries
     let logger: Logger
 }

@@ -28,7 +28,7 @@ struct DaemonRuntime {
     /// Builds everything and binds the socket; nothing is served before `run()`.
     static func start(
         configuration: DaemonConfiguration, sources: ConfigurationSources, notifier: any ServiceNotifier, inherited: [InheritedListener],
-        integration: DaemonIntegration, demo: Bool, exec settings: ExecService.Settings? = nil, logger: Logger
+        integration: DaemonIntegration, demo: Bool, exec execSettings: ExecService.Settings? = nil, logger: Logger
     ) async throws(DaemonFailure) -> DaemonRuntime {
         // Lists the sandbox would make meaningless are refused before anything starts (TENANT-14).
         let meaningless = SandboxCheck.problems(configuration)
@@ -46,13 +46,19 @@ struct DaemonRuntime {
             info: .init(version: Daemon.version, socketPath: configuration[Keys.socketPath], demo: demo, pid: getpid()), logger: logger)
         let listeners = APIListeners(configuration, api: api, logger: logger)
         listeners.reconfigure(configuration, logger: logger)
-        let persistence = TokenPersistence(layout: .init(configuration), logger: logger) { metrics.sinkWritesFailing.record($0) }
+        var layout = StorageLayout(configuration)
+        if let execSettings, execSettings.privateFile { layout.ownerOnly = [execSettings.tokenFile] }
+        // Under exec, no socket unless the configuration names one.
+        let servesSocket = execSettings == nil || configuration.isSet(Keys.socketPath)
+        let persistence = TokenPersistence(layout: layout, logger: logger) { metrics.sinkWritesFailing.record($0) }
         let parts = DaemonParts(
             fetcher: fetcher, persistence: persistence, metrics: metrics,
             broadcaster: broadcaster, generation: generation, providers: providers, proxies: ProxyControllers(),
             status: StatusReporter(providers: providers, notifier: notifier), api: api, listeners: listeners, notifier: notifier,
             budget: MemoryBudget(total: configuration[Keys.limitsBufferedBytes]),
-            hooks: DeliveryHooks(persistence: persistence, metrics: metrics, broadcaster: broadcaster, logger: logger), logger: logger)
+            hooks: DeliveryHooks(persistence: persistence, metrics: metrics, broadcaster: broadcaster, logger: logger),
+            canaries: Canaries(metrics: metrics, broadcaster: broadcaster, logger: logger), logger: logger)
+        metrics.canaryEvidence.withLockedValue { [canaries = parts.canaries] in $0 = { canaries.proxyChallengedAcceptedToken(provider: $0) } }
         do throws(DaemonFailure) {
             let factory = ProviderFactory(parts: parts)
             for provider in configuration.providers {
@@ -63,7 +69,8 @@ struct DaemonRuntime {
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
             // Under exec, SIGHUP is the child's.
-            let signals = SignalService(providers: providers, reloader: reloader, metrics: metrics, reloadsOnHangUp: settings == nil, logger: logger)
+            let signals = SignalService(
+                providers: providers, reloader: reloader, metrics: metrics, reloadsOnHangUp: execSettings == nil, logger: logger)
             // The sockets the service manager passed go to the listeners they are for.
             var passed = PassedListeners(inherited)
             let claimed = listeners.claim(&passed)
@@ -78,16 +85,15 @@ struct DaemonRuntime {
                 for provider in configuration.providers {
                     try await startProxy(of: provider, configuration, socket: socket, parts: parts, inherited: proxySockets[provider.name])
                 }
-                // Under exec, no socket unless the configuration names one.
-                if settings == nil || configuration.isSet(Keys.socketPath) { try await listeners.start(inherited: claimed) }
+                if servesSocket { try await listeners.start(inherited: claimed) }
             } catch {
                 await parts.proxies.stopAll()
                 throw error
             }
             logger.info(
-                "serving the token API",
+                servesSocket ? "serving the token API" : "serving no socket: the providers run for exec",
                 metadata: [
-                    "socket": "\(listeners.socket.listening)", "activated": "\(!passed.isEmpty)",
+                    "socket": "\(servesSocket ? listeners.socket.listening : "off")", "activated": "\(!passed.isEmpty)",
                     "metrics.listen": "\(listeners.probes?.listening ?? "off")", "auth.listen": "\(listeners.auth?.listening ?? "off")",
                     "domain": "\(configuration.providers.map(\.domainName).joined(separator: ","))",
                     "providers": "\(providers.names.joined(separator: ","))",
@@ -102,7 +108,7 @@ struct DaemonRuntime {
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 ListenersService(listeners: listeners, proxies: parts.proxies, broadcaster: broadcaster, notifier: notifier, logger: logger),
             ]
-            let exec = settings.map { ExecService(settings: $0, providers: providers, persistence: parts.persistence, logger: logger) }
+            let exec = execSettings.map { ExecService(settings: $0, providers: providers, persistence: parts.persistence, logger: logger) }
             return DaemonRuntime(services: services + (exec.map { [$0] } ?? []), parts: parts, exec: exec)
         } catch {
             for entry in providers.all { entry.provider.shutdown() }
@@ -164,6 +170,7 @@ struct DaemonRuntime {
             code = DaemonFailure.Code.failure.rawValue
         }
         parts.hooks.stopAll()
+        await parts.canaries.stopAll()
         if await !stopProviders(within: Self.providerStopLimit) {
             logger.error("a provider did not stop within \(Self.providerStopLimit); exiting without it")
             code = DaemonFailure.Code.failure.rawValue

@@ -27,6 +27,9 @@ enum DemoMode {
             // The proxy in front of the local service's protected resource.
             Keys.proxyListen.spec.name: "\(directory)/proxy.sock",
             Keys.proxyUpstream.spec.name: origin(of: serviceURL),
+            // The canary asks the local service's protected resource (docs/canary.md).
+            Keys.canaryURL.spec.name: origin(of: serviceURL) + "/protected/canary",
+            Keys.canaryIntervalSec.spec.name: "10",
         ]
         return sources
     }
@@ -57,7 +60,15 @@ enum DemoMode {
             let target = if case .unix(let path) = proxy { "--unix-socket \(path) http://localhost" } else { "http://\(proxy)" }
             lines.append("  curl \(target)/protected/hello   # through the proxy, no token code: 200")
         }
+        if configuration.providers.contains(where: { $0[Keys.canaryURL] != nil }) {
+            lines.append("  curl -X POST \(origin)/__admin/rotate   # the web ACL's key rotates: within 10 s the canary is challenged,")
+            lines.append("                                          # the daemon refreshes once, the canary is accepted (see the log)")
+            lines.append("  \(tools)/waf-tokenctl --socket \(socket) status   # canary: accepted, its last answer")
+        }
         lines += [
+            "  \(tools)/waf-tokend exec --config /dev/null --application-integration-url \(serviceURL) --domain-name 127.0.0.1 \\",
+            "      -- sh -c 'while :; do echo \"token $(sha256sum < \"$WAF_TOKEN_FILE\" | cut -c1-12)\"; sleep 5; done'",
+            "                      # a program that only reads a file: exec keeps the file fresh (Ctrl-C ends both)",
             "  kill -USR2 \(pid)   # background (again: closed);  kill -USR1 \(pid)   # foreground",
             "  kill -HUP \(pid)    # reload the configuration",
             "",

@@ -15,6 +15,8 @@ enum SandboxCheck {
                 "lifecycle.allowedUsers/allowedGroups",
                 AccessLists(users: configuration[Keys.lifecycleAllowedUsers], groups: configuration[Keys.lifecycleAllowedGroups])
             ),
+            // Whose processes a signal action may reach: through the namespace, all of them nobody.
+            ("sinks.onTokenUsers", AccessLists(users: configuration[Keys.sinksOnTokenUsers], groups: [])),
         ]
         for provider in configuration.providers {
             let prefix = provider.isDefault ? "" : "providers.\(provider.name)."

@@ -90,6 +90,11 @@ extension ProxyHandler: UpstreamDelegate {
             if challenge {
                 proxy.board.challenges.add(1, ordering: .relaxed)
                 proxy.metrics.countProxyEvent(provider: proxy.providerName, "challenge")
+                if let sent = exchange.sentToken, proxy.entry.canary.wasAccepted(sent) {
+                    proxy.metrics.challengedAcceptedToken(provider: proxy.providerName)
+                }
+            } else if head.lists("x-amzn-waf-action", "captcha") {
+                proxy.metrics.metCaptcha(provider: proxy.providerName)
             }
             armStallTimer(exchange)
         case .body(var bytes):

@@ -38,7 +38,9 @@ struct DeliveryTests {
                 #expect(await eventually { Self.lines(counted) == tokens }, "each new token, once the file holds it: \(Self.lines(counted))")
             }
             let metrics = try await curl(daemon.socketPath, "/metrics").body
-            #expect(metrics.contains(#"waf_tokend_hook_runs_total{provider="default",action="signal HUP to \#(pidFile)",result="success"} 3"#), "\(metrics)")
+            #expect(
+                metrics.contains(#"waf_tokend_hook_runs_total{provider="default",action="signal HUP to \#(pidFile)",result="success"} 3"#),
+                "\(metrics)")
             #expect(daemon.stderr.contains("token delivered"))
         }
     }

@@ -28,7 +28,9 @@ struct ExecTests {
     }
 
     /// `waf-tokend exec` against `service`, its socket at `socket` when given.
-    static func exec(_ service: ServiceProcess, _ directory: URL, socket: String? = nil, _ options: [String], _ command: [String]) throws -> SpawnedProcess {
+    static func exec(
+        _ service: ServiceProcess, _ directory: URL, socket: String? = nil, _ options: [String], _ command: [String]
+    ) throws -> SpawnedProcess {
         let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
         var arguments = ["exec", "--config", "/dev/null", "--application-integration-url", service.url, "--domain-name", "127.0.0.1"]
         if let socket { arguments += ["--socket-path", socket] }
@@ -40,9 +42,19 @@ struct ExecTests {
     func EXEC1_statusAndFile() async throws {
         let service = try ServiceProcess()
         let directory = try scratchDirectory("waf-exec-status")
-        let supervisor = try Self.exec(service, directory, [], ["/bin/sh", "-c", "cat \"$WAF_TOKEN_FILE\" > \(directory.path)/read; exit 3"])
+        // The child reads the file, and records its mode and its directory's (a private 0600 file
+        // in a 0700 directory) and where it is.
+        let child = """
+            cat "$WAF_TOKEN_FILE" > \(directory.path)/read
+            stat -c %a "$WAF_TOKEN_FILE" "$(dirname "$WAF_TOKEN_FILE")" > \(directory.path)/modes; echo "$WAF_TOKEN_FILE" > \(directory.path)/path
+            exit 3
+            """
+        let supervisor = try Self.exec(service, directory, [], ["/bin/sh", "-c", child])
         #expect(await supervisor.waitForExit(timeout: .seconds(30)) == 3)
         let read = try String(contentsOfFile: directory.path + "/read", encoding: .utf8)
+        #expect(try String(contentsOfFile: directory.path + "/modes", encoding: .utf8) == "600\n700\n", "owner-only file and directory")
+        let path = try String(contentsOfFile: directory.path + "/path", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(access((path as NSString).deletingLastPathComponent, F_OK) != 0, "the private directory is removed at exit")
         #expect(try await service.mintedTokens().contains(read), "the child read a token the service issued")
         let stderr = (try? String(contentsOfFile: directory.path + "/stderr.log", encoding: .utf8)) ?? ""
         #expect(!stderr.contains(read), "the token is in no log line")
@@ -56,7 +68,8 @@ struct ExecTests {
         let supervisor = try Self.exec(service, directory, [], ["/bin/sh", "-c", Self.recorder(directory)])
         #expect(await eventually(for: .seconds(20)) { Self.lines(directory).first?.hasPrefix("start ") == true }, "started")
         let token = String(Self.lines(directory)[0].dropFirst(6))
-        let child = try #require(Int32((try? String(contentsOfFile: directory.path + "/pid", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? ""))
+        let child = try #require(
+            Int32((try? String(contentsOfFile: directory.path + "/pid", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? ""))
         let environ = (try? String(contentsOfFile: "/proc/\(child)/environ", encoding: .utf8)) ?? ""
         let cmdline = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
         #expect(environ.contains("WAF_TOKEN_FILE=") && !environ.contains(token), "the file's path, never the token, in its environment")
@@ -94,8 +107,26 @@ struct ExecTests {
         let service = try ServiceProcess()
         await service.stop()
         let directory = try scratchDirectory("waf-exec-none")
-        let supervisor = try Self.exec(service, directory, ["--first-token-timeout", "2"], ["/bin/sh", "-c", "touch \(directory.path)/ran"])
+        let started = ContinuousClock.now
+        let supervisor = try Self.exec(service, directory, ["--first-token-timeout", "3"], ["/bin/sh", "-c", "touch \(directory.path)/ran"])
         #expect(await supervisor.waitForExit(timeout: .seconds(30)) == 69)
+        // The provider's retries run out within a second here; the wait goes on to the limit.
+        #expect(started.duration(to: .now) >= .seconds(3), "69 only once --first-token-timeout has passed")
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/ran"))
+    }
+
+    @Test("EXEC2: SIGTERM before the first token ends exec at once with 143, and the child never starts")
+    func EXEC2_stopBeforeTheFirstToken() async throws {
+        let service = try ServiceProcess()
+        await service.stop()
+        let directory = try scratchDirectory("waf-exec-early-stop")
+        let supervisor = try Self.exec(service, directory, ["--first-token-timeout", "60"], ["/bin/sh", "-c", "touch \(directory.path)/ran"])
+        #expect(
+            await eventually {
+                (try? String(contentsOfFile: directory.path + "/stderr.log", encoding: .utf8))?.contains("token fetch failed") == true
+            })
+        supervisor.signal(SIGTERM)
+        #expect(await supervisor.waitForExit(timeout: .seconds(10)) == 143, "ended on SIGTERM, not after the 60 s limit")
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/ran"))
     }
 }

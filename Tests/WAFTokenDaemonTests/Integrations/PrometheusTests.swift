@@ -38,7 +38,10 @@ struct PrometheusTests {
             let present = await query("waf_tokend_token_present")
             #expect(present.contains(#""provider":"default""#) && present.contains(#""1"]"#), "\(present)")
             let rules = (try? await curlURL("\(api)/rules").body) ?? ""
-            for alert in ["WAFTokendDown", "WAFTokenNotFresh", "WAFTokenRefreshFailing", "WAFTokendSinkWriteFailing", "WAFTokendProxyErrors"] {
+            for alert in [
+                "WAFTokendDown", "WAFTokenNotFresh", "WAFTokenRefreshFailing", "WAFTokendSinkWriteFailing", "WAFTokendProxyErrors", "WAFTokenCaptcha",
+                "WAFTokenNotAccepted", "WAFTokenChallengeUnsolvable", "WAFTokendDeliveryFailing",
+            ] {
                 #expect(rules.contains(alert), "\(alert) loaded")
             }
             _ = await prometheus.stop()

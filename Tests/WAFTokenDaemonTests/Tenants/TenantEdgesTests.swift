@@ -92,6 +92,9 @@ struct TenantEdgesTests {
         #expect(refused.stderr.contains("user 1000") && refused.stderr.contains("PrivateUsers=no"), "\(refused.stderr)")
         let proxyGroup = try await run("/usr/bin/unshare", arguments + ["--socket-allowed-groups", "4242"])
         #expect(proxyGroup.status == 78 && proxyGroup.stderr.contains("group 4242"), "\(proxyGroup.stderr)")
+        // Whose processes a signal action may reach: through the namespace, everyone is nobody.
+        let signalUsers = try await run("/usr/bin/unshare", arguments + ["--sinks-on-token-users", "1000"])
+        #expect(signalUsers.status == 78 && signalUsers.stderr.contains("sinks.onTokenUsers"), "\(signalUsers.stderr)")
     }
 
     @Test("TENANT3: an event stream without a selector ends when a reload takes the peer off the socket's lists")

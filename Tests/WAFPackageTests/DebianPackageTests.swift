@@ -171,8 +171,10 @@ struct DebianPackageTests {
             """
         let setUp = try await sh(
             """
-            printf '%s\\n' '\(target)' > /etc/systemd/system/waf-hook-target.service && mkdir -p /etc/polkit-1/rules.d \
-            && cat > /etc/polkit-1/rules.d/50-waf-tokend-reload.rules <<'RULE'
+            cat > /etc/systemd/system/waf-hook-target.service <<'UNIT'
+            \(target)
+            UNIT
+            mkdir -p /etc/polkit-1/rules.d && cat > /etc/polkit-1/rules.d/50-waf-tokend-reload.rules <<'RULE'
             \(rule)
             RULE
             systemctl daemon-reload && systemctl restart polkit.service && systemctl start waf-hook-target.service \

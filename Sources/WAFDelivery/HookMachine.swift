@@ -73,6 +73,17 @@ public struct HookMachine: Sendable {
         return [.run(token: token, attempt: attempt)]
     }
 
+    /// The token this action still owes a delivery of: the next one queued, the one under way, or
+    /// the one waiting for its retry; nil when every token was delivered. A runner replaced by a
+    /// reload hands it to its successor.
+    public var owed: String? {
+        switch state {
+        case .idle: nil
+        case .running(let token, _, let next): next ?? token
+        case .waiting(let token, _): token
+        }
+    }
+
     /// Whether a run is under way (for status and tests).
     public var isRunning: Bool { if case .running = state { true } else { false } }
 }

@@ -74,15 +74,19 @@ public final class HookRunner: Sendable {
     }
 
     /// No more retries; a command under way is killed (it would outlive the daemon otherwise).
-    public func stop() {
+    /// Returns the newest token some action still owed (a reload hands it to the next runner).
+    @discardableResult
+    public func stop() -> String? {
         stopped.withLockedValue { $0 = true }
-        state.sync {
+        let owed = state.sync {
             for slot in slots {
                 slot.cancelRetry?()
                 slot.cancelRetry = nil
             }
+            return slots.compactMap(\.machine.owed).last
         }
         running?.kill()
+        return owed
     }
 
     /// Waits until every run started so far ended (tests).

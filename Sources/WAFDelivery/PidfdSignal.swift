@@ -37,8 +37,12 @@ public enum PidfdSignal {
         guard file.owner == 0 || file.owner == getuid() || file.owner == owner else {
             throw DeliveryFailure("\(pidFile) belongs to uid \(file.owner), which may not name a process of uid \(owner)")
         }
+        // A file others may write is anyone's claim.
+        guard !file.writableByOthers else { throw DeliveryFailure("\(pidFile) is writable by its group or others") }
         // A second of slack: the start time is read in clock ticks, the file's time in seconds.
-        guard started <= file.modified + 2 else {
+        // A file whose time is before this boot cannot be judged by the clock (it was stepped
+        // since, as on a machine without a clock of its own): the owner checks above stand alone.
+        guard started <= file.modified + 2 || file.modified < bootTime() else {
             throw DeliveryFailure("process \(pid) started after \(pidFile) was written: a reused pid, not the process it names")
         }
         guard pidfd_send_signal(descriptor, signal, nil, 0) == 0 else {
@@ -51,6 +55,7 @@ public enum PidfdSignal {
         let owner: UInt32
         /// When it was last written, in seconds since the epoch.
         let modified: Int
+        let writableByOthers: Bool
     }
 
     /// The pid a pid file holds (digits, optionally a newline; at most 64 bytes read), whose the
@@ -67,7 +72,7 @@ public enum PidfdSignal {
         guard count > 0 else { throw DeliveryFailure("\(path) is empty") }
         let text = String(decoding: bytes.prefix(count), as: UTF8.self).trimmingCharacters(" \n\t")
         guard let pid = Int32(text), pid > 1 else { throw DeliveryFailure("\(path) holds no pid") }
-        return PidFile(pid: pid, owner: info.st_uid, modified: info.st_mtim.tv_sec)
+        return PidFile(pid: pid, owner: info.st_uid, modified: info.st_mtim.tv_sec, writableByOthers: info.st_mode & 0o022 != 0)
     }
 
     /// When `pid` started, in seconds since the epoch: its start in clock ticks after boot
@@ -81,6 +86,13 @@ public enum PidfdSignal {
         guard clock_gettime(CLOCK_BOOTTIME, &boot) == 0, clock_gettime(CLOCK_REALTIME, &wall) == 0 else { return nil }
         let age = boot.tv_sec - ticks / max(sysconf(Int32(_SC_CLK_TCK)), 1)
         return wall.tv_sec - age
+    }
+
+    /// When this boot began, in seconds since the epoch, by today's wall clock.
+    static func bootTime() -> Int {
+        var boot = timespec(), wall = timespec()
+        guard clock_gettime(CLOCK_BOOTTIME, &boot) == 0, clock_gettime(CLOCK_REALTIME, &wall) == 0 else { return 0 }
+        return wall.tv_sec - boot.tv_sec
     }
 
     private static func contents(_ path: String) -> String? {

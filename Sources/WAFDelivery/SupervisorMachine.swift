@@ -100,7 +100,24 @@ public struct SupervisorMachine: Sendable {
         }
     }
 
-    /// The restart's grace is over and the child still runs.
+    /// The supervisor itself must end (another part of the daemon failed): the child is asked to
+    /// end as on SIGTERM, and killed after the grace, since nobody outside will.
+    public mutating func cancelled() -> [Action] {
+        switch state {
+        case .waiting:
+            state = .done
+            return [.exit(128 + Self.terminate)]
+        case .running, .restarting:
+            state = .stopping
+            return [.signal(Self.terminate), .armKill(Self.restartGrace)]
+        case .stopping:
+            return [.armKill(Self.restartGrace)]
+        case .done:
+            return []
+        }
+    }
+
+    /// The grace is over and the child still runs.
     public mutating func killDue() -> [Action] {
         state == .restarting || state == .stopping ? [.signal(Self.kill)] : []
     }

@@ -53,11 +53,18 @@ public final class ServiceProcess: @unchecked Sendable {
         Task { try? await http.shutdown() }
     }
 
+    /// SIGTERM, then SIGKILL after 10 s; bounded. Not Foundation's `waitUntilExit`, which off the
+    /// main thread spins a run loop with nothing in it at full speed, starving the other tests.
     public func stop() async {
         if process.isRunning {
             process.terminate()
-            let process = process
-            await onOwnThread { process.waitUntilExit() }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                let killed = ContinuousClock.now + .seconds(10)
+                while process.isRunning, ContinuousClock.now < killed { try? await Task.sleep(for: .milliseconds(20)) }
+            }
         }
         try? await http.shutdown()
     }

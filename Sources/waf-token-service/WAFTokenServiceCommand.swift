@@ -69,45 +69,47 @@ struct WAFTokenServiceCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Armed before the line is printed: whoever reads it may stop the service at once, and a
+        // SIGTERM between an ignore and its source would be lost, leaving the service running.
+        let termination = Termination()
         let service = try LocalTokenService(configuration: makeConfiguration())
         let url = try await service.start()
         print("listening on \(url)")
         // Scripts read that line through a pipe: do not leave it in the buffer.
         fflush(nil)
-        await waitForTermination()
+        await termination.wait()
         await service.stop()
     }
 }
 
-/// Returns on SIGTERM or SIGINT.
-func waitForTermination() async {
-    await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-        let queue = DispatchQueue(label: "signals")
-        let once = SignalOnce(continuation)
-        for signal in [SIGTERM, SIGINT] {
-            Glibc.signal(signal, SIG_IGN)
+/// SIGTERM or SIGINT, taken from the moment it is made; `wait` returns once one came (at once if
+/// one already has).
+final class Termination: @unchecked Sendable {
+    // @unchecked: `sources` is set once in init; the rest is touched on `queue` only.
+    private let queue = DispatchQueue(label: "signals")
+    private var sources: [any DispatchSourceSignal] = []
+    private var fired = false
+    private var waiter: CheckedContinuation<Void, Never>?
+
+    init() {
+        for signal in [SIGTERM, SIGINT] { Glibc.signal(signal, SIG_IGN) }
+        sources = [SIGTERM, SIGINT].map { signal in
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
-            source.setEventHandler { once.fire() }
+            source.setEventHandler { [self] in
+                fired = true
+                waiter?.resume()
+                waiter = nil
+            }
             source.resume()
-            once.keep(source)
+            return source
         }
     }
-}
 
-/// Resumes the waiter on the first signal; keeps the sources alive until then.
-final class SignalOnce: @unchecked Sendable {
-    // Touched only on the "signals" queue after setup.
-    private var continuation: CheckedContinuation<Void, Never>?
-    private var sources: [any DispatchSourceSignal] = []
-
-    init(_ continuation: CheckedContinuation<Void, Never>) {
-        self.continuation = continuation
-    }
-
-    func keep(_ source: any DispatchSourceSignal) { sources.append(source) }
-
-    func fire() {
-        continuation?.resume()
-        continuation = nil
+    func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                if fired { continuation.resume() } else { waiter = continuation }
+            }
+        }
     }
 }

@@ -105,6 +105,20 @@ struct ConfigurationLoaderTests {
         }
     }
 
+    @Test("CANARY1: canary.url carries the token, so only https to the provider's domain or below, or http to loopback; one sentence each")
+    func CANARY1_urlOnlyWhereTheTokenGoes() throws {
+        let base = ["applicationIntegrationUrl": url, "domainName": "example.com"]
+        func refused(_ canary: String) throws -> [String] { problems(try load(cli: base.merging(["canary.url": canary]) { $1 })) }
+        #expect(try refused("https://example.com/health") == [])
+        #expect(try refused("https://api.example.com/health") == [])
+        #expect(try refused("http://127.0.0.1:8080/health") == [])
+        #expect(try refused("https://evil.com/").first?.contains("names evil.com") == true)
+        #expect(try refused("https://example.com.evil.com/").first?.contains("canary.url") == true)
+        #expect(try refused("http://example.com/").first?.contains("uses http") == true)
+        #expect(try refused("https://user:secret@example.com/").first?.contains("canary.url") == true, "no userinfo")
+        #expect(try refused("example.com/health").first?.contains("canary.url") == true, "an absolute URL")
+    }
+
     @Test("the proxy: a listener only on a Unix socket or loopback, an upstream only for the token's domain, both or neither")
     func proxyKeys() throws {
         let base = ["applicationIntegrationUrl": url, "domainName": "example.com"]

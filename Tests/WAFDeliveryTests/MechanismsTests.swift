@@ -102,10 +102,19 @@ struct MechanismsTests {
         // A FIFO in a pid file's place: refused at once, never a blocked read.
         mkfifo(directory + "/fifo.pid", 0o600)
         #expect(refusal("fifo.pid")?.contains("not a regular file") == true)
-        // A stale file: written (as its time says) an hour before the process it names started.
+        // A file its group or others may write: anyone's claim.
+        try String(child.pid).write(toFile: directory + "/open.pid", atomically: true, encoding: .utf8)
+        chmod(directory + "/open.pid", 0o666)
+        #expect(refusal("open.pid")?.contains("writable by its group or others") == true)
+        // A stale file: written (as its time says) in this boot, before the process it names started.
         try String(child.pid).write(toFile: directory + "/stale.pid", atomically: true, encoding: .utf8)
-        var times = [timespec(tv_sec: time(nil) - 3600, tv_nsec: 0), timespec(tv_sec: time(nil) - 3600, tv_nsec: 0)]
+        let written = (PidfdSignal.bootTime() + Int(time(nil))) / 2
+        var times = [timespec(tv_sec: written, tv_nsec: 0), timespec(tv_sec: written, tv_nsec: 0)]
         utimensat(AT_FDCWD, directory + "/stale.pid", &times, 0)
         #expect(refusal("stale.pid")?.contains("reused pid") == true, "\(refusal("stale.pid") ?? "signalled")")
+        // Before this boot (a clock stepped since): the time tells nothing, the owner checks stand.
+        times = [timespec(tv_sec: PidfdSignal.bootTime() - 3600, tv_nsec: 0), timespec(tv_sec: PidfdSignal.bootTime() - 3600, tv_nsec: 0)]
+        utimensat(AT_FDCWD, directory + "/stale.pid", &times, 0)
+        #expect(refusal("stale.pid") == nil)
     }
 }

@@ -64,4 +64,15 @@ struct SupervisorMachineTests {
         _ = running.firstTokenStored()
         #expect(running.firstTokenMissing() == [])
     }
+
+    @Test("EXEC2: cancelled from inside (another part failed): SIGTERM to the child and SIGKILL after the grace; before a child, 143")
+    func EXEC2_cancelled() {
+        var machine = SupervisorMachine(onToken: .none)
+        _ = machine.firstTokenStored()
+        #expect(machine.cancelled() == [.signal(15), .armKill(SupervisorMachine.restartGrace)])
+        #expect(machine.killDue() == [.signal(9)])
+        #expect(machine.childEnded(status: 137) == [.cancelKill, .exit(137)])
+        var early = SupervisorMachine(onToken: .none)
+        #expect(early.cancelled() == [.exit(143)])
+    }
 }

@@ -54,16 +54,20 @@ struct ExecCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // First: a SIGTERM from now on is kept for the supervisor (ForwardedSignals). Every
+        // default action goes before any source is armed (signal() would replace its handler).
+        SignalService.ignoreDefaultActions()
+        let signals = ForwardedSignals()
         let providers = WAFTokendCommand.providerOptions.withLockedValue { $0 }
         let sources = ConfigurationSources(
             commandLine: keys.values.merging(providers) { $1 }, environment: ProcessInfo.processInfo.environment, file: config)
-        throw ExitCode(await ExecMode.run(sources, options: self))
+        throw ExitCode(await ExecMode.run(sources, options: self, signals: signals))
     }
 }
 
 /// What `exec` adds to the daemon's start: the provider chosen, its token file, the supervisor.
 enum ExecMode {
-    static func run(_ sources: ConfigurationSources, options: ExecCommand) async -> Int32 {
+    static func run(_ sources: ConfigurationSources, options: ExecCommand, signals: ForwardedSignals) async -> Int32 {
         let configuration: DaemonConfiguration
         switch ConfigurationLoader.load(sources) {
         case .failure(let error):
@@ -103,7 +107,7 @@ enum ExecMode {
         let settings = ExecService.Settings(
             provider: chosen.name, tokenFile: tokenFile, privateFile: temporary != nil, onToken: options.onToken,
             firstTokenTimeout: .seconds(options.firstTokenTimeout),
-            command: options.command)
+            command: options.command, signals: signals)
         let code = await Daemon.run(sources: sources, demo: false, exec: settings)
         if let temporary {
             unlink(tokenFile)

@@ -31,6 +31,8 @@ final class ExecService: Service, Sendable {
         let onToken: SupervisorMachine.OnToken
         let firstTokenTimeout: Duration
         let command: [String]
+        /// Taken since the process started.
+        let signals: ForwardedSignals
     }
 
     private let settings: Settings
@@ -51,13 +53,11 @@ final class ExecService: Service, Sendable {
         var child: Spawned?
         /// The kill armed last; a cancelled one finds the count moved on.
         var kills = 0
+        /// The token the child was last told of (or started with): never told twice.
+        var told: String?
         var finished: CheckedContinuation<Void, Never>?
         var done = false
     }
-
-    /// Signals passed on to the child; handled here, so their default action must not end the
-    /// supervisor first (`ignoreDefaultActions`, before anything can arrive).
-    static let forwarded: [Int32] = [SIGTERM, SIGINT, SIGHUP]
 
     init(settings: Settings, providers: ProviderSet, persistence: TokenPersistence, logger: Logger) {
         self.settings = settings
@@ -67,20 +67,11 @@ final class ExecService: Service, Sendable {
         state = NIOLockedValueBox(Running(machine: SupervisorMachine(onToken: settings.onToken)))
     }
 
-    static func ignoreDefaultActions() {
-        for signal in forwarded { Glibc.signal(signal, SIG_IGN) }
-    }
-
     func run() async throws {
         guard let entry = providers.named(settings.provider) else { return finish(70) }
         // The signals are the supervisor's from the start: a stop before the first token ends it.
-        let sources = Self.forwarded.map { signal in
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
-            source.setEventHandler { [self] in carryOut { $0.signalled(signal) } }
-            source.resume()
-            return source
-        }
-        defer { sources.forEach { $0.cancel() } }
+        settings.signals.attach { [self] signal in queue.async { [self] in carryOut { $0.signalled(signal) } } }
+        defer { settings.signals.cancel() }
         let observer = entry.provider.observe { [self] event in
             guard case .tokenUpdated(let token, .fetched) = event else { return }
             queue.async { [self] in tellWhenStored(token.value, entry, triesLeft: 50) }
@@ -101,7 +92,7 @@ final class ExecService: Service, Sendable {
                     }
                 }
             } onCancel: {
-                queue.async { [self] in carryOut { $0.signalled(SIGTERM) } }
+                queue.async { [self] in carryOut { $0.cancelled() } }
             }
             group.cancelAll()
         }
@@ -110,7 +101,11 @@ final class ExecService: Service, Sendable {
     /// The child is told of a new token once the file holds it (a failing write is retried by
     /// storage; a newer token makes this one moot); checked again every 100 ms, for 5 s at most.
     private func tellWhenStored(_ token: String, _ entry: ProviderEntry, triesLeft: Int) {
-        if persistence.holds(token, of: settings.provider) { return carryOut { $0.tokenArrived() } }
+        guard state.withLockedValue({ $0.told }) != token else { return }
+        if persistence.holds(token, of: settings.provider) {
+            state.withLockedValue { $0.told = token }
+            return carryOut { $0.tokenArrived() }
+        }
         guard triesLeft > 0, entry.provider.cachedToken()?.token.value == token else { return }
         queue.asyncAfter(deadline: .now() + .milliseconds(100)) { [self] in tellWhenStored(token, entry, triesLeft: triesLeft - 1) }
     }
@@ -128,7 +123,12 @@ final class ExecService: Service, Sendable {
                 continue
             }
             for _ in 0..<20 where !Task.isCancelled {
-                if await stored(token) { return queue.async { [self] in carryOut { $0.firstTokenStored() } } }
+                if await stored(token) {
+                    return queue.async { [self] in
+                        state.withLockedValue { $0.told = token }
+                        carryOut { $0.firstTokenStored() }
+                    }
+                }
                 try? await Task.sleep(for: .milliseconds(50))
             }
             if !refreshed, entry.provider.cachedToken()?.token.value == token {

@@ -53,7 +53,8 @@ final class DeliveryHooks: Sendable {
             defer { runners[provider.name] = runner.map { (settings, $0) } }
             return runners[provider.name]?.runner
         }
-        old?.stop()
+        // A delivery the old runner still owed (failing, retrying) goes on with the new one.
+        if let owed = old?.stop() { runner?.tokenArrived(owed) }
     }
 
     /// The daemon stops: no more retries, and a command under way is killed.
@@ -61,7 +62,8 @@ final class DeliveryHooks: Sendable {
         for (_, runner) in runners.withLockedValue({ Array($0.values) }) { runner.stop() }
     }
 
-    /// A provider that is gone: its retries stop.
+    /// A provider that is gone, or whose identity changes: its retries stop, and what it owed is
+    /// dropped (a token of the identity it had).
     func remove(_ provider: String) {
         runners.withLockedValue { $0.removeValue(forKey: provider) }?.runner.stop()
     }

@@ -176,9 +176,12 @@ final class Reloader: Sendable {
             entry.forcedRefresh.interval = .seconds(new[Keys.refreshMinForcedIntervalSec])
         }
         for (entry, _) in prepared.added { parts.providers.insert(entry) }
-        for (_, provider) in plan.kept {
+        for (old, provider) in plan.kept {
             parts.hooks.configure(provider, new)
-            if let entry = parts.providers.named(provider.name) { parts.canaries.configure(entry, provider, new) }
+            guard let entry = parts.providers.named(provider.name) else { continue }
+            parts.canaries.configure(entry, provider, new)
+            // A token of the new identity fetched since step 1 found no hooks: they get it now.
+            if old.identity != provider.identity, let token = entry.currentToken?.token.value { parts.hooks.tokenFetched(token, of: provider.name) }
         }
         let factory = ProviderFactory(parts: parts)
         for name in plan.removed {

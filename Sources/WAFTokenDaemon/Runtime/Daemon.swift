@@ -18,8 +18,9 @@ public enum Daemon {
 
     /// `exec`: `waf-tokend exec`'s supervisor runs too, and the exit code is its child's.
     static func run(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
-        SignalService.ignoreDefaultActions()
-        if exec != nil { ExecService.ignoreDefaultActions() }
+        // Under exec, done before its signals were armed: ignoring a signal again after a
+        // dispatch source for it exists would take the source's handler away.
+        if exec == nil { SignalService.ignoreDefaultActions() }
         // A run action whose program closed its standard input early gets EPIPE, not the daemon
         // killed (the children start with every signal at its default).
         signal(SIGPIPE, SIG_IGN)

@@ -158,14 +158,21 @@ public final class Spawned: @unchecked Sendable {
     }
 }
 
-/// A pthread mutex: the sanitizer sees it (docs/decisions.md, "Locks").
+/// A pthread mutex: the sanitizer sees it (docs/decisions.md, "Locks"). On the heap, at an address
+/// of its own: `&` of a stored property promises no stable address to C.
 final class pthreadLock: @unchecked Sendable {
-    private var mutex = pthread_mutex_t()
-    init() { pthread_mutex_init(&mutex, nil) }
-    deinit { pthread_mutex_destroy(&mutex) }
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    init() {
+        mutex.initialize(to: pthread_mutex_t())
+        pthread_mutex_init(mutex, nil)
+    }
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
     func locked<T>(_ body: () -> T) -> T {
-        pthread_mutex_lock(&mutex)
-        defer { pthread_mutex_unlock(&mutex) }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return body()
     }
 }

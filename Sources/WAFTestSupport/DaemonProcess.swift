@@ -3,11 +3,23 @@ import WAFDaemonClient
 import WAFTestTraits
 
 /// A real `waf-tokend` child process in a scratch directory of its own, its stdout and stderr kept
-/// in files so that tests can read what it said (and check that no token is in it).
+/// in files so that tests can read what it said (and check that no token is in it). Started with
+/// posix_spawn and reaped by its pid (`SpawnedProcess`), not by Foundation's `Process`, whose one
+/// monitor for every child has stalled, and whose `run()` once crashed, under this suite's load.
 public final class DaemonProcess: @unchecked Sendable {
     public let directory: URL
-    public let process = Process()
+    private let child: SpawnedProcess
+    /// The child as tests look at it: running, its pid, its exit status.
+    public var process: ChildView { ChildView(child: child) }
     private let clientBox = ClientBox()
+
+    public struct ChildView: Sendable {
+        let child: SpawnedProcess
+        public var isRunning: Bool { child.exitStatus == nil }
+        public var processIdentifier: Int32 { child.pid }
+        /// The exit status (128 + N for signal N); -1 while it runs.
+        public var terminationStatus: Int32 { child.exitStatus ?? -1 }
+    }
     public var socketPath: String { directory.appendingPathComponent("token.sock").path }
     public var stdoutPath: String { directory.appendingPathComponent("stdout.log").path }
     public var stderrPath: String { directory.appendingPathComponent("stderr.log").path }
@@ -40,8 +52,7 @@ public final class DaemonProcess: @unchecked Sendable {
             if let index = arguments.firstIndex(of: "--config") { arguments.removeSubrange(index...index + 1) }
             arguments += ["--config", path.path]
         }
-        process.executableURL = executable.hasPrefix("/") ? URL(fileURLWithPath: executable) : productsDirectory.appendingPathComponent(executable)
-        process.arguments = arguments + extra
+        let path = executable.hasPrefix("/") ? executable : productsDirectory.appendingPathComponent(executable).path
         // Only what the test sets: nothing of the runner's own WAF_TOKEND_*, systemd or journal state.
         var base = ProcessInfo.processInfo.environment.filter { key, _ in
             !key.hasPrefix("WAF_TOKEND_")
@@ -51,13 +62,13 @@ public final class DaemonProcess: @unchecked Sendable {
                 ].contains(key)
         }
         base.merge(environment) { _, new in new }
-        process.environment = base
+        let (stdoutPath, stderrPath) = (
+            self.directory.appendingPathComponent("stdout.log").path, self.directory.appendingPathComponent("stderr.log").path
+        )
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: stdoutPath))
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        try process.run()
-        let pid = process.processIdentifier
+        child = try SpawnedProcess(path, arguments + extra, environment: base, output: stdoutPath, errors: stderrPath, diagnosed: false)
+        let pid = child.pid
         TestDiagnostics.attach { [stdoutPath, stderrPath] in
             let said = [stdoutPath, stderrPath].map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined()
             return "  waf-tokend, pid \(pid), in \(stderrPath): its last lines\n" + lastLines(said)
@@ -118,7 +129,7 @@ public final class DaemonProcess: @unchecked Sendable {
     }
 
     public func signal(_ number: Int32) {
-        kill(process.processIdentifier, number)
+        child.signal(number)
     }
 
     /// Waits for the process to exit and returns its status, or nil after `timeout`.

@@ -21,25 +21,31 @@ public enum TestProcessError: Error, CustomStringConvertible {
     }
 }
 
-/// A real `waf-token-service` child process, stopped with SIGTERM when the test is done.
+/// A real `waf-token-service` child process, stopped with SIGTERM when the test is done. Started
+/// with posix_spawn and reaped by its pid (`SpawnedProcess`), as every child of the suite.
 public final class ServiceProcess: @unchecked Sendable {
-    public let process = Process()
+    private let child: SpawnedProcess
     /// The application integration URL it printed.
     public let url: String
     /// `http://127.0.0.1:PORT`
     public let origin: String
     public let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
 
+    /// Starts the service and reads the URL from its first line (20 s at most).
     public init(_ arguments: [String] = []) throws {
-        process.executableURL = productsDirectory.appendingPathComponent("waf-token-service")
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        guard let line = readLine(from: output.fileHandleForReading), line.hasPrefix("listening on ") else {
-            process.terminate()
-            throw TestProcessError.noListeningLine(String(describing: readLine(from: output.fileHandleForReading)))
+        let output = try scratchDirectory("waf-token-service").appendingPathComponent("stdout").path
+        child = try SpawnedProcess(
+            productsDirectory.appendingPathComponent("waf-token-service").path, arguments, output: output, errors: "/dev/null",
+            diagnosed: false)
+        let deadline = ContinuousClock.now + .seconds(20)
+        var said = ""
+        while ContinuousClock.now < deadline, !said.contains("\n"), child.exitStatus == nil {
+            usleep(5_000)
+            said = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        }
+        guard let line = said.split(separator: "\n").first, line.hasPrefix("listening on ") else {
+            child.signal(SIGKILL)
+            throw TestProcessError.noListeningLine(said)
         }
         url = String(line.dropFirst("listening on ".count))
         let afterScheme = url.split(separator: "/", maxSplits: 3)
@@ -47,25 +53,15 @@ public final class ServiceProcess: @unchecked Sendable {
     }
 
     deinit {
-        // A test that threw before stop(): end the child and the client rather than trap.
-        if process.isRunning { process.terminate() }
+        // A test that threw before stop(): the child is killed as it goes (SpawnedProcess), and
+        // the client shut down rather than trap.
         let http = http
         Task { try? await http.shutdown() }
     }
 
-    /// SIGTERM, then SIGKILL after 10 s; bounded. Not Foundation's `waitUntilExit`, which off the
-    /// main thread spins a run loop with nothing in it at full speed, starving the other tests.
+    /// SIGTERM, then SIGKILL after 10 s; bounded.
     public func stop() async {
-        if process.isRunning {
-            process.terminate()
-            let deadline = ContinuousClock.now + .seconds(10)
-            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-            if process.isRunning {
-                kill(process.processIdentifier, SIGKILL)
-                let killed = ContinuousClock.now + .seconds(10)
-                while process.isRunning, ContinuousClock.now < killed { try? await Task.sleep(for: .milliseconds(20)) }
-            }
-        }
+        if child.exitStatus == nil { await child.stop(grace: .seconds(10)) }
         try? await http.shutdown()
     }
 
@@ -144,19 +140,5 @@ public final class ServiceProcess: @unchecked Sendable {
         for (name, value) in headers { request.headers.add(name: name, value: value) }
         let response = try await http.execute(request, timeout: .seconds(5))
         return (response.status.code, response.headers["x-amzn-waf-action"].first)
-    }
-}
-
-/// Reads one line, byte by byte, so that nothing after it is consumed from the pipe; read(2)
-/// retried on EINTR (Foundation's FileHandle traps on it, and SIGCHLD causes it).
-private func readLine(from handle: FileHandle) -> String? {
-    var bytes: [UInt8] = []
-    var byte: UInt8 = 0
-    while true {
-        let count = read(handle.fileDescriptor, &byte, 1)
-        if count < 0, errno == EINTR { continue }
-        guard count == 1 else { return bytes.isEmpty ? nil : String(decoding: bytes, as: UTF8.self) }
-        if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
-        bytes.append(byte)
     }
 }

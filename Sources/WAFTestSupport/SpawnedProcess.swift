@@ -19,7 +19,7 @@ public final class SpawnedProcess: @unchecked Sendable {
     /// a test bound itself, passed as a service manager passes them).
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String, errors: String? = nil,
-        descriptors: [CInt] = []
+        descriptors: [CInt] = [], diagnosed: Bool = true
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -61,6 +61,7 @@ public final class SpawnedProcess: @unchecked Sendable {
         guard result == 0 else { throw POSIXError(POSIXErrorCode(rawValue: result) ?? .EIO) }
         self.pid = pid
         let name = URL(fileURLWithPath: executable).lastPathComponent
+        guard diagnosed else { return }
         TestDiagnostics.attach { [pid] in
             let said = [output, errors].compactMap { $0 }.map { (try? String(contentsOfFile: $0, encoding: .utf8)) ?? "" }.joined()
             return "  \(name), pid \(pid), in \(output): its last lines\n" + lastLines(said)
@@ -123,16 +124,17 @@ private func closeFrom(_ actions: inout posix_spawn_file_actions_t, _ lowest: In
     _ = unsafeBitCast(symbol, to: AddCloseFrom.self)(&actions, lowest)
 }
 
-/// `run` for programs that leave a daemon behind holding what they inherited (`podman run -d`
-/// starts conmon, which keeps Foundation's exit-watch socket open for as long as the container
-/// runs): started with posix_spawn and nothing but stdin, stdout and stderr; output through files.
+/// A command to its end: started with posix_spawn and nothing but stdin, stdout and stderr (a
+/// daemon it leaves behind, as `podman run -d` leaves conmon, holds nothing of the test run's),
+/// output through files; after `timeout`, SIGTERM, then SIGKILL. `diagnosed`: a stuck test prints
+/// its last lines.
 public func runDetached(
-    _ executable: String, _ arguments: [String], timeout: Duration = .seconds(120)
+    _ executable: String, _ arguments: [String], timeout: Duration = .seconds(120), diagnosed: Bool = true
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
     let directory = try scratchDirectory("waf-run")
     defer { try? FileManager.default.removeItem(at: directory) }
     let out = directory.appendingPathComponent("stdout").path, err = directory.appendingPathComponent("stderr").path
-    let child = try SpawnedProcess(executable, arguments, output: out, errors: err)
+    let child = try SpawnedProcess(executable, arguments, output: out, errors: err, diagnosed: diagnosed)
     var status = await child.waitForExit(timeout: timeout)
     if status == nil { status = await child.stop(grace: .seconds(2)) }
     let read = { (path: String) in (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }

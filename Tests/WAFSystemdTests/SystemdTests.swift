@@ -181,7 +181,8 @@ struct SystemdTests {
                 --socket-path \(socket) &
             for i in $(seq 200); do curl -s --max-time 5 --unix-socket \(socket) 'http://localhost/v1/token?wait=10' -o /dev/null && break; sleep 0.05; done
             curl -s --unix-socket \(socket) -X POST http://localhost/v1/refresh -o /dev/null
-            pkill -TERM -f "socket-path \(socket)"
+            # The daemon alone: this script's own command line holds the same words.
+            pkill -TERM -f "^\(daemon) .*socket-path \(socket)"
             sleep 1
             journalctl --directory /run/log/journal -o json --no-pager
             kill $journald
@@ -189,7 +190,7 @@ struct SystemdTests {
         let result = try await run("/usr/bin/unshare", ["--mount", "--propagation", "private", "/usr/bin/bash", "-c", script])
         let entries = result.stdout.split(separator: "\n").compactMap { JSONValue.parse(Array($0.utf8)) }
         let ours = entries.filter { $0["SYSLOG_IDENTIFIER"] == .string("waf-tokend") }
-        #expect(ours.count >= 3, "entries: \(entries.count), stderr: \(result.stderr)")
+        #expect(ours.count >= 3, "entries: \(entries.count), status \(result.status), stdout: \(result.stdout.prefix(500)), stderr: \(result.stderr)")
         let fetched = try #require(ours.first { $0["MESSAGE"] == .string("token fetched") })
         #expect(fetched["PRIORITY"] == .string("6"))
         #expect(fetched["CODE_FILE"]?.string?.hasSuffix("ProviderDriver.swift") == true)

@@ -32,9 +32,13 @@ enum SocketDiagnostics {
         // The kernel answers a lookup at once; a bound keeps a broken one from holding a loop.
         var timeout = timeval(tv_sec: 1, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard request.withUnsafeBytes({ send(descriptor, $0.baseAddress, $0.count, 0) }) == request.count else { return nil }
+        // A signal arriving meanwhile (a reload's SIGHUP) interrupts the call, not the lookup.
+        var sent: Int
+        repeat { sent = request.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) } } while sent < 0 && errno == EINTR
+        guard sent == request.count else { return nil }
         var answer = [UInt8](repeating: 0, count: 8192)
-        let count = answer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+        var count: Int
+        repeat { count = answer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) } } while count < 0 && errno == EINTR
         return count > 0 ? parse(Array(answer.prefix(count))) : nil
     }
 

@@ -78,7 +78,7 @@ public final class Container: @unchecked Sendable {
                 && exec systemd-nspawn -D '\(root.path)' --register=no --keep-unit -b \
                     --volatile=overlay --machine=\(name) --console=passive \(binds)
                 """,
-            ], output: log)
+            ], output: log, newSession: true)
         func fail(_ reason: String) async -> ContainerError {
             await nspawn.stop()
             await Self.remove(cgroups)

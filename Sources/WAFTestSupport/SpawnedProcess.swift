@@ -19,7 +19,7 @@ public final class SpawnedProcess: @unchecked Sendable {
     /// a test bound itself, passed as a service manager passes them).
     public init(
         _ executable: String, _ arguments: [String], environment: [String: String]? = nil, output: String, errors: String? = nil,
-        descriptors: [CInt] = [], diagnosed: Bool = true
+        descriptors: [CInt] = [], diagnosed: Bool = true, newSession: Bool = false
     ) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -43,9 +43,10 @@ public final class SpawnedProcess: @unchecked Sendable {
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup($0) } + [nil]
         defer { (argv + envp).forEach { free($0) } }
-        // A session of its own, away from the test run's terminal (a terminal-minded child such as
-        // systemd-nspawn must not take it over), and signals as a new program expects them: none
-        // blocked (the test run may block some on its threads), every one at its default.
+        // Signals as a new program expects them: none blocked (the test run may block some on its
+        // threads), every one at its default. In the test run's session (scripts/swift-test.sh
+        // kills what is left of it after a crash) unless `newSession`: a terminal-minded child such
+        // as systemd-nspawn must not take over the terminal of a run started by hand.
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -54,7 +55,7 @@ public final class SpawnedProcess: @unchecked Sendable {
         sigfillset(&all)
         posix_spawnattr_setsigmask(&attributes, &none)
         posix_spawnattr_setsigdefault(&attributes, &all)
-        let setsid: Int16 = 0x80  // POSIX_SPAWN_SETSID, a GNU extension the Glibc module leaves out
+        let setsid: Int16 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID, a GNU extension the Glibc module leaves out
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF) | setsid)
         var pid: pid_t = 0
         let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)

@@ -39,7 +39,7 @@ public struct OffPool: TestTrait, SuiteTrait, TestScoping {
         }
         try await OffPool.$inScope.withValue(true) {
             try await TestDiagnostics.$currentTest.withValue(span.id) {
-                try await withTaskExecutorPreference(TestExecutor()) {
+                try await withTaskExecutorPreference(TestExecutor.shared) {
                     defer { RunningTests.shared.end(span) }
                     try await function()
                 }

@@ -9,8 +9,17 @@ import Foundation
 /// per priority, which test jobs and the providers' own queues then share. A full run once had
 /// 334 such threads: past the cap, a provider's state queue or callback waited for some test to
 /// end, under load longer than the 10 s a real-thread test allows (four core tests failed so).
+///
+/// One for the whole run, never freed: a task holds its executor preference unowned, and the
+/// runtime still touches the executor after `withTaskExecutorPreference` returns (the job that
+/// returned is still running on it, and a `Task {}` begun inside the scope keeps the preference).
+/// An executor made per test was freed under them, and a run of the suite now and then died of
+/// heap corruption ("malloc_consolidate(): unaligned fastbin chunk detected") that ASan, whose
+/// quarantine never reuses freed memory and which does not instrument the runtime, never saw.
 final class TestExecutor: TaskExecutor {
-    init() {}
+    static let shared = TestExecutor()
+
+    private init() {}
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)

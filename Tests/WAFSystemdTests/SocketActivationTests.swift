@@ -129,6 +129,8 @@ struct SocketActivationTests {
         tcp = nil
         let log = { (try? String(contentsOfFile: stderr, encoding: .utf8)) ?? "" }
         #expect(await eventually { log().contains("matches no configured listener") }, "\(log())")
+        // The passed socket is refused before the configured one is bound: wait for the latter.
+        #expect(await eventually { log().contains("serving the token API") }, "\(log())")
         #expect(try await curl(configured, "/v1/token?wait=10").code == 200, "the configured socket serves the API")
         let overTCP = try await curlURL("http://\(address)/v1/token", ["--max-time", "2"])
         #expect(overTCP.code == 0, "nothing is served on the passed TCP socket: \(overTCP)")

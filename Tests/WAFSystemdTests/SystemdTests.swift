@@ -43,6 +43,8 @@ struct SystemdTests {
             #expect(await notify.wait { $0.fields["STATUS"]?.contains("background") == true } != nil, "STATUS after every state change")
             let exit = await daemon.stop()
             #expect(exit == 0, "exit \(exit.map(String.init) ?? "none within 20 s"); the daemon's log ends: \(daemon.stderr.suffix(3000))")
+            // The datagram was sent before the exit; the reader may take a moment to have it.
+            #expect(await notify.wait { $0.fields["STOPPING"] == "1" } != nil)
             let stopping = try #require(notify.messages.firstIndex { $0.fields["STOPPING"] == "1" })
             #expect(notify.messages[stopping...].allSatisfy { $0.fields["READY"] == nil }, "nothing claims readiness after STOPPING")
         }

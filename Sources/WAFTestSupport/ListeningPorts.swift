@@ -27,15 +27,15 @@ public func listeningPorts(of pid: Int32) -> Set<Int> {
     return ports
 }
 
-/// The one TCP port `pid` listens on, once it listens (within `timeout`); nil when it listens
-/// on none, or on several, by then.
-public func listeningPort(of pid: Int32, timeout: Duration = .seconds(20)) async -> Int? {
+/// The one TCP port `pid` listens on, once it listens on exactly one (within `timeout`: a Go
+/// program such as Traefik takes many seconds to start on a machine the rest of the suite
+/// loads); nil when it listens on none, or on several, by then.
+public func listeningPort(of pid: Int32, timeout: Duration = .seconds(60)) async -> Int? {
     let deadline = ContinuousClock.now + timeout
     repeat {
         let ports = listeningPorts(of: pid)
         if ports.count == 1 { return ports.first }
-        if ports.count > 1 { return nil }
-        try? await Task.sleep(for: .milliseconds(20))
+        try? await Task.sleep(for: .milliseconds(50))
     } while ContinuousClock.now < deadline
     return nil
 }

@@ -37,20 +37,31 @@ struct LoopbackPeerTests {
 
     @Test("TENANT6: a closed connection's TIME_WAIT entry (owned by uid 0) is nobody's, never root's")
     func TENANT6_timeWaitIsNobody() async throws {
-        let (server, client) = try await Self.connect("127.0.0.1")
-        defer { server.close(promise: nil) }
-        let (local, remote) = (client.localAddress!, client.remoteAddress!)
-        // The client closes first, so its end waits in TIME_WAIT once the server's end closes too.
-        try await client.close()
-        let clock = ContinuousClock()
-        let deadline = clock.now + .seconds(10)
-        while SocketDiagnostics.tcpSocket(local: local, remote: remote)?.state != 6, clock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        // A TIME_WAIT entry may go early (the kernel drops them when its table of them is full,
+        // as when a load test beside this one closes thousands): then another connection.
+        var seen: [UInt8] = []
+        for _ in 0..<5 {
+            let (server, client) = try await Self.connect("127.0.0.1")
+            defer { server.close(promise: nil) }
+            let (local, remote) = (client.localAddress!, client.remoteAddress!)
+            // The client closes first, so its end waits in TIME_WAIT once the server's end closes too.
+            try await client.close()
+            let clock = ContinuousClock()
+            let deadline = clock.now + .seconds(10)
+            var socket = SocketDiagnostics.tcpSocket(local: local, remote: remote)
+            while socket != nil, socket?.state != 6, clock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                socket = SocketDiagnostics.tcpSocket(local: local, remote: remote)
+            }
+            guard let socket, socket.state == 6 else {
+                seen.append(socket?.state ?? 0)
+                continue
+            }
+            #expect(socket.uid == 0, "TIME_WAIT entries carry uid 0: the case this guards against")
+            #expect(LoopbackPeer.owner(client: local, server: remote) == nil)
+            return
         }
-        let socket = try #require(SocketDiagnostics.tcpSocket(local: local, remote: remote), "the closed client's socket is not in the table")
-        #expect(socket.state == 6, "not in TIME_WAIT within 10 s: state \(socket.state)")
-        #expect(socket.uid == 0, "TIME_WAIT entries carry uid 0: the case this guards against")
-        #expect(LoopbackPeer.owner(client: local, server: remote) == nil)
+        Issue.record("no closed connection was seen in TIME_WAIT in 5 tries (states seen, 0 for gone: \(seen))")
     }
 
     @Test("TENANT6: no such connection: no owner")

@@ -37,7 +37,7 @@ struct ForwardAuthTests {
 
     /// The port a program started on port 0 listens on, or a failure naming it.
     static func port(of program: SpawnedProcess, _ name: String) async throws -> String {
-        let port = try #require(await listeningPort(of: program.pid), "\(name) listens on one port within 20 s")
+        let port = try #require(await listeningPort(of: program.pid), "\(name) listens on one port within 60 s")
         return "127.0.0.1:\(port)"
     }
 

@@ -29,7 +29,7 @@ struct PrometheusTests {
                     "--web.listen-address=127.0.0.1:0",
                 ], output: directory.appendingPathComponent("stdout.log").path, errors: directory.appendingPathComponent("stderr.log").path)
             defer { _ = prometheus }
-            let port = try #require(await listeningPort(of: prometheus.pid), "Prometheus listens on one port within 20 s")
+            let port = try #require(await listeningPort(of: prometheus.pid), "Prometheus listens on one port within 60 s")
             let api = "http://127.0.0.1:\(port)/api/v1"
             func query(_ expression: String) async -> String {
                 (try? await curlURL("\(api)/query", ["-G", "--data-urlencode", "query=\(expression)"]).body) ?? ""

@@ -4,6 +4,9 @@
 #include <sys/pidfd.h>
 #include <signal.h>
 #include <spawn.h>
+// fstatfs and the file systems' magic numbers: a pid file on tmpfs cannot be older than the boot.
+#include <sys/vfs.h>
+#include <linux/magic.h>
 
 // GNU extensions the headers declare only under _GNU_SOURCE, which a module cannot set: declared
 // here as glibc (2.34 and later) defines them.

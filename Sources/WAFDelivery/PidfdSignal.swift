@@ -39,10 +39,15 @@ public enum PidfdSignal {
         }
         // A file others may write is anyone's claim.
         guard !file.writableByOthers else { throw DeliveryFailure("\(pidFile) is writable by its group or others") }
-        // A second of slack: the start time is read in clock ticks, the file's time in seconds.
-        // A file whose time is before this boot cannot be judged by the clock (it was stepped
-        // since, as on a machine without a clock of its own): the owner checks above stand alone.
-        guard started <= file.modified + 2 || file.modified < bootTime() else {
+        // A file in memory (tmpfs, as /run) cannot outlive a boot: a time before this boot says
+        // the clock was stepped since (a machine without a clock of its own), and the owner checks
+        // above stand alone. On a disk it is a file left from an earlier boot, whose pid is anyone's.
+        if file.modified < bootTime() {
+            guard file.inMemory else {
+                throw DeliveryFailure("\(pidFile) was written before this boot: a stale pid file, not the process it named")
+            }
+        } else if started > file.modified + 2 {
+            // Two seconds of slack: the start time is read in clock ticks, the file's time in seconds.
             throw DeliveryFailure("process \(pid) started after \(pidFile) was written: a reused pid, not the process it names")
         }
         guard pidfd_send_signal(descriptor, signal, nil, 0) == 0 else {
@@ -56,6 +61,8 @@ public enum PidfdSignal {
         /// When it was last written, in seconds since the epoch.
         let modified: Int
         let writableByOthers: Bool
+        /// On tmpfs or ramfs, which a boot starts empty.
+        let inMemory: Bool
     }
 
     /// The pid a pid file holds (digits, optionally a newline; at most 64 bytes read), whose the
@@ -72,7 +79,16 @@ public enum PidfdSignal {
         guard count > 0 else { throw DeliveryFailure("\(path) is empty") }
         let text = String(decoding: bytes.prefix(count), as: UTF8.self).trimmingCharacters(" \n\t")
         guard let pid = Int32(text), pid > 1 else { throw DeliveryFailure("\(path) holds no pid") }
-        return PidFile(pid: pid, owner: info.st_uid, modified: info.st_mtim.tv_sec, writableByOthers: info.st_mode & 0o022 != 0)
+        return PidFile(
+            pid: pid, owner: info.st_uid, modified: info.st_mtim.tv_sec, writableByOthers: info.st_mode & 0o022 != 0,
+            inMemory: inMemory(descriptor))
+    }
+
+    /// Whether the open file is on tmpfs or ramfs, which a boot starts empty.
+    static func inMemory(_ descriptor: CInt) -> Bool {
+        var system = statfs()
+        guard fstatfs(descriptor, &system) == 0 else { return false }
+        return [Int(TMPFS_MAGIC), Int(RAMFS_MAGIC)].contains(Int(system.f_type))
     }
 
     /// When `pid` started, in seconds since the epoch: its start in clock ticks after boot

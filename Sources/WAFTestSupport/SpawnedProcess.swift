@@ -69,8 +69,9 @@ public final class SpawnedProcess: @unchecked Sendable {
         }
     }
 
+    /// Under the lock that reaps it: a child reaped in between would leave its pid to another.
     public func signal(_ number: Int32) {
-        if lock.withLock({ status == nil }) { kill(pid, number) }
+        lock.withLock { if status == nil { kill(pid, number) } }
     }
 
     /// The exit status (128 + signal for a signalled child), or nil while it runs.
@@ -97,6 +98,16 @@ public final class SpawnedProcess: @unchecked Sendable {
         return nil
     }
 
+    /// `waitForExit` for a caller that cannot suspend.
+    public func waitForExitBlocking(timeout: Duration = .seconds(20)) -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let exitStatus { return exitStatus }
+            usleep(20_000)
+        }
+        return nil
+    }
+
     /// SIGTERM, then SIGKILL if it is still there after `grace`; returns the exit status.
     @discardableResult
     public func stop(grace: Duration = .seconds(10)) async -> Int32? {
@@ -107,10 +118,10 @@ public final class SpawnedProcess: @unchecked Sendable {
     }
 
     deinit {
+        // Bounded: a child stuck in the kernel (D state) must not hang the thread that lets it go.
         if exitStatus == nil {
-            kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            waitpid(pid, &raw, 0)
+            signal(SIGKILL)
+            _ = waitForExitBlocking(timeout: .seconds(5))
         }
     }
 }

@@ -21,17 +21,13 @@ public struct TestCertificates {
         ])
     }
 
+    /// openssl in `directory` (`env -C`: posix_spawn has no portable chdir), bounded.
     private func openssl(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        process.arguments = arguments
-        process.currentDirectoryURL = directory
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments[0]) failed"])
+        let child = try SpawnedProcess(
+            "/usr/bin/env", ["-C", directory.path, "/usr/bin/openssl"] + arguments, output: "/dev/null", diagnosed: false)
+        guard child.waitForExitBlocking(timeout: .seconds(60)) == 0 else {
+            child.signal(SIGKILL)
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "openssl \(arguments[0]) failed or took over 60 s"])
         }
     }
 }

@@ -49,12 +49,14 @@ final class DeliveryHooks: Sendable {
             timeout: configuration[Keys.sinksOnTokenTimeoutSec])
         if runners.withLockedValue({ $0[provider.name]?.settings }) == settings { return }
         let runner = settings.actions.isEmpty ? nil : makeRunner(provider.name, settings)
-        let old = runners.withLockedValue { runners in
-            defer { runners[provider.name] = runner.map { (settings, $0) } }
-            return runners[provider.name]?.runner
+        // A delivery the old runner still owed (failing, retrying) goes on with the new one, handed
+        // over before the new one is published, under the lock `tokenFetched` takes: a token that
+        // arrives meanwhile comes after it, never before. (`stop` only waits for the runner's
+        // state queue, which never takes this lock.)
+        runners.withLockedValue { runners in
+            if let owed = runners[provider.name]?.runner.stop() { runner?.tokenArrived(owed) }
+            runners[provider.name] = runner.map { (settings, $0) }
         }
-        // A delivery the old runner still owed (failing, retrying) goes on with the new one.
-        if let owed = old?.stop() { runner?.tokenArrived(owed) }
     }
 
     /// The daemon stops: no more retries, and a command under way is killed.

@@ -157,16 +157,18 @@ final class Reloader: Sendable {
             parts.hooks.remove(provider.name)
             if let entry = parts.providers.named(provider.name) { parts.canaries.remove(entry) }
         }
-        // 1. Every kept provider takes its new settings; one whose identity changes has dropped
-        //    its token once this returns.
+        // 1. Storage learns the new identities and paths; the files of a changed or removed
+        //    provider are gone once this returns. First: a token of a new identity fetched
+        //    quickly after step 2 is then stored (storage refuses a record of an identity it does
+        //    not know, and one refused so would leave the files empty until the next refresh).
+        await parts.persistence.configure(StorageLayout(new))
+        // 2. Every kept provider takes its new settings; one whose identity changes has dropped
+        //    its token once this returns (a record of its old identity is refused from step 1 on).
         for (_, provider) in plan.kept {
             await parts.providers.named(provider.name)?.provider.reconfigure(
                 provider.configuration, lifecycleProfile: new[Keys.lifecyclePlatform], jitter: new[Keys.refreshJitter],
                 cookieSecure: new[Keys.cookieSecure])
         }
-        // 2. Storage learns the new identities and paths; the files of a changed or removed
-        //    provider are gone once this returns.
-        await parts.persistence.configure(StorageLayout(new))
         // 3. Now the new lists, names and routes.
         parts.listeners.reconfigure(new, logger: logger)
         for (_, provider) in plan.kept {
@@ -180,7 +182,7 @@ final class Reloader: Sendable {
             parts.hooks.configure(provider, new)
             guard let entry = parts.providers.named(provider.name) else { continue }
             parts.canaries.configure(entry, provider, new)
-            // A token of the new identity fetched since step 1 found no hooks: they get it now.
+            // A token of the new identity fetched since step 2 found no hooks: they get it now.
             if old.identity != provider.identity, let token = entry.currentToken?.token.value { parts.hooks.tokenFetched(token, of: provider.name) }
         }
         let factory = ProviderFactory(parts: parts)

@@ -94,7 +94,9 @@ struct DaemonRuntime {
                 servesSocket ? "serving the token API" : "serving no socket: the providers run for exec",
                 metadata: [
                     "socket": "\(servesSocket ? listeners.socket.listening : "off")", "activated": "\(!passed.isEmpty)",
-                    "metrics.listen": "\(listeners.probes?.listening ?? "off")", "auth.listen": "\(listeners.auth?.listening ?? "off")",
+                    // Under exec without a socket no listener starts, metrics.listen and auth.listen neither.
+                    "metrics.listen": "\(servesSocket ? listeners.probes?.listening ?? "off" : "off")",
+                    "auth.listen": "\(servesSocket ? listeners.auth?.listening ?? "off" : "off")",
                     "domain": "\(configuration.providers.map(\.domainName).joined(separator: ","))",
                     "providers": "\(providers.names.joined(separator: ","))",
                     "platform": "\(configuration[Keys.lifecyclePlatform].rawValue)",
@@ -163,11 +165,13 @@ struct DaemonRuntime {
                     .init(service: service, successTerminationBehavior: service is ExecService ? .gracefullyShutdownGroup : .cancelGroup)
                 }, gracefulShutdownSignals: exec == nil ? [.sigterm, .sigint] : [], logger: logger))
         var code: Int32 = 0
+        var failed = false
         do {
             try await group.run()
         } catch {
             logger.error("stopping after an error: \(error)")
             code = DaemonFailure.Code.failure.rawValue
+            failed = true
         }
         parts.hooks.stopAll()
         await parts.canaries.stopAll()
@@ -178,7 +182,9 @@ struct DaemonRuntime {
         parts.persistence.flush()
         await parts.fetcher.shutdown()
         logger.info("stopped")
-        return exec?.exitStatus.withLockedValue({ $0 }) ?? code
+        // Under exec, the child's status, unless the daemon's own part failed: then the child was
+        // stopped for it, and a clean end of the child must not hide the failure.
+        return failed ? code : exec?.exitStatus.withLockedValue({ $0 }) ?? code
     }
 
     /// Stops every provider; false when they did not all stop within `limit`: a wedged provider

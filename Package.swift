@@ -91,7 +91,9 @@ let package = Package(
         .target(
             name: "WAFChallenge",
             dependencies: [
-                "WAFJSON", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+                // WAFTokenCore: the token's own rule for a usable value (a verify answer's token).
+                "WAFJSON", "WAFTokenCore", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // pthread-based locks, for the thread sanitizer (see WAFTokenCore).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
@@ -150,7 +152,7 @@ let package = Package(
         .target(
             name: "WAFTokenStorage",
             dependencies: [
-                "WAFTokenCore", "WAFChallenge", "WAFDaemonConfiguration", logging,
+                "WAFTokenCore", logging,
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "SystemPackage", package: "swift-system"),
@@ -185,7 +187,8 @@ let package = Package(
             name: "WAFTokenDaemon",
             dependencies: [
                 "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "WAFVersion", "WAFDaemonTransport", "WAFDaemonConfiguration",
-                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", "WAFDelivery", "WAFTokenCanary", logging,
+                "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", "WAFDelivery", "WAFTokenCanary", "WAFServiceManager",
+                logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -194,7 +197,11 @@ let package = Package(
             ] + nio,
             swiftSettings: strict),
         // waf-tokend as a systemd service: sd_notify, the watchdog, socket activation, journald.
-        .target(name: "WAFSystemd", dependencies: ["CSystemd", "WAFTokenDaemon", logging], swiftSettings: strict),
+        // What the daemon and a service manager say to each other: below the daemon and the plug-in.
+        .target(name: "WAFServiceManager", swiftSettings: strict),
+        // The systemd plug-in: it implements WAFServiceManager's protocols; the executables join it
+        // to the daemon, which knows nothing of it.
+        .target(name: "WAFSystemd", dependencies: ["CSystemd", "WAFServiceManager", logging], swiftSettings: strict),
 
         // A Swift client of the daemon's socket API, with the SDK's shape; and waf-tokenctl on it.
         // NIO alone: a local socket needs no HTTPS client, pool or crypto (README, "Sizes").
@@ -212,7 +219,8 @@ let package = Package(
 
         // Thin executables.
         .executableTarget(
-            name: "waf-tokend", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFLocalTokenService", "WAFEventLoopExecutor", logging],
+            name: "waf-tokend",
+            dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", logging],
             swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
         .executableTarget(
@@ -246,7 +254,7 @@ let package = Package(
             swiftSettings: strict),
         // waf-tokend whose provider wedges on purpose, for the watchdog tests only; never installed.
         .executableTarget(
-            name: "waf-tokend-wedge", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFTokenCore", logging],
+            name: "waf-tokend-wedge", dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFTokenCore", logging],
             path: "Tests/Executables/waf-tokend-wedge",
             swiftSettings: strict),
 

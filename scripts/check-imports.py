@@ -41,6 +41,23 @@ WALLS = {
     "WAFTokenCore": "*",
 }
 
+# The layers of our library modules, lowest first: a module depends only on modules of layers
+# below its own, never on one of its own layer or above (docs/architecture.md, "Layers"). A new
+# module is given its layer here, or the check fails.
+LAYERS = [
+    # Contracts and parts that need nothing of ours.
+    {"WAFTokenCore", "WAFJSON", "WAFHTTPWire", "WAFVersion", "WAFDaemonTransport", "WAFDelivery", "WAFServiceManager",
+     "WAFEventLoopExecutor"},
+    # What the features share: the solver, the configuration, the registry of running providers,
+    # storage, the client.
+    {"WAFChallenge", "WAFDaemonConfiguration", "WAFProviderRegistry", "WAFTokenStorage", "WAFDaemonClient", "WAFTokenCoreTestKit"},
+    # The features, none of which knows another.
+    {"WAFSocketAPI", "WAFTokenProxy", "WAFTokenCanary", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFTokenCtl"},
+    # The composition root, and the plug-ins that implement layer 1's contracts (WAFSystemd); the
+    # executables join them.
+    {"WAFTokenDaemon", "WAFSystemd"},
+]
+
 package = json.loads(subprocess.run(["swift", "package", "dump-package"], capture_output=True, text=True, check=True).stdout)
 targets = {t["name"]: t for t in package["targets"]}
 
@@ -74,6 +91,19 @@ for module, forbidden in WALLS.items():
     crossed = ours_reached if forbidden == "*" else ours_reached & forbidden
     for name in sorted(crossed - {"CLibPSL", "CLinuxTimers"}):
         problems.append(f"Package.swift: {module} depends on {name} (directly or through another); docs/architecture.md says it must not")
+
+# The layers: every library has one, and each of its dependencies is in a lower one.
+layer_of = {name: index for index, layer in enumerate(LAYERS) for name in layer}
+for name, target in sorted(targets.items()):
+    if target["type"] != "regular" or name.startswith(("WAFTest", "C")) and name != "WAFTokenCoreTestKit":
+        continue
+    if name not in layer_of:
+        problems.append(f"scripts/check-imports.py: {name} has no layer in LAYERS; give it one")
+        continue
+    for dependency in sorted(d for d in dependencies(target) if d in layer_of):
+        if layer_of[dependency] >= layer_of[name]:
+            where = "its own layer" if layer_of[dependency] == layer_of[name] else "a higher layer"
+            problems.append(f"Package.swift: {name} (layer {layer_of[name] + 1}) depends on {dependency}, of {where}: dependencies point down")
 
 # Every import of every source file against its target's declared dependencies.
 IMPORT = re.compile(r"^\s*(?:@[\w()]+\s+)*import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_]\w*)")

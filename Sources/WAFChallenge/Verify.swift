@@ -1,4 +1,5 @@
 import WAFJSON
+import WAFTokenCore
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -85,15 +86,6 @@ public enum VerifyOutcome: Sendable, Hashable {
         }
     }
 
-    public static let maximumTokenLength = 4096
-
-    /// A token must fit a cookie: RFC 6265 cookie-octets only (no spaces, quotes, commas,
-    /// semicolons or backslashes), and not absurdly long.
-    public static func isUsableToken(_ value: String) -> Bool {
-        guard !value.isEmpty, value.utf8.count <= maximumTokenLength else { return false }
-        return value.utf8.allSatisfy { byte in
-            byte == 0x21 || (0x23...0x2B).contains(byte) || (0x2D...0x3A).contains(byte)
-                || (0x3C...0x5B).contains(byte) || (0x5D...0x7E).contains(byte)
-        }
-    }
+    /// The rule is the token's own (`WAFToken.isUsable`), which storage applies to a restored one too.
+    public static func isUsableToken(_ value: String) -> Bool { WAFToken.isUsable(value) }
 }

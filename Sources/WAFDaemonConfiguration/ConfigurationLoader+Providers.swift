@@ -32,7 +32,7 @@ extension ConfigurationLoader {
         var providers: [ProviderConfiguration] = []
         if topIdentity || named.isEmpty {
             // The top level's provider; with neither it nor `providers`, its "is required" says what is missing.
-            if named.contains(ProviderName.defaultName) {
+            if named.contains(WAFProviderName.defaultName) {
                 issues.append(
                     WAFConfigurationIssue(
                         key: "providers.default", value: nil,
@@ -41,12 +41,12 @@ extension ConfigurationLoader {
             }
             let values = top.values.filter { Keys.byName[$0.key]?.perProvider == true }
             if let provider = provider(
-                ProviderName.defaultName, sdk: top.sdk, origins: top.origins, values: values, keyPrefix: "", refused: refused, issues: &issues)
+                WAFProviderName.defaultName, sdk: top.sdk, origins: top.origins, values: values, keyPrefix: "", refused: refused, issues: &issues)
             {
                 providers.append(provider)
             }
         }
-        for name in named.sorted() where ProviderName.isValid(name) && !(topIdentity && name == ProviderName.defaultName) {
+        for name in named.sorted() where ProviderName.isValid(name) && !(topIdentity && name == WAFProviderName.defaultName) {
             var sdk = top.sdk, origins = top.origins
             var values: [String: CheckedValue] = [:]
             let prefix = "providers.\(name)."

@@ -14,7 +14,7 @@ public struct ProviderConfiguration: Sendable, Equatable {
 
     public var identity: WAFTokenIdentity { configuration.identity }
     public var domainName: String { configuration.domainName }
-    public var isDefault: Bool { name == ProviderName.defaultName }
+    public var isDefault: Bool { name == WAFProviderName.defaultName }
 
     /// The keys this provider's entry writes in the effective configuration: every SDK key with the
     /// value in force, then its own keys that are set.

@@ -1,8 +1,6 @@
 /// A provider's name under `providers:`: `[a-z0-9][a-z0-9-]{0,31}`, so that it is the same in a
 /// file, an option, an environment variable (upper-cased, `-` as `_`), a query and a file name.
 public enum ProviderName {
-    /// The provider the top-level `applicationIntegrationUrl` and `domainName` make.
-    public static let defaultName = "default"
     package static let allowed = "a name of 1 to 32 characters: lower-case letters, digits and -, not starting with -"
 
     public static func isValid(_ name: String) -> Bool {

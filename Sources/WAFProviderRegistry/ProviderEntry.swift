@@ -50,10 +50,7 @@ package final class ProviderEntry: Sendable {
         state = NIOLockedValueBox(Tenancy(identity: configuration.identity, domainName: configuration.domainName, access: access))
     }
 
-    /// The name of the provider the top-level identity makes (`ProviderName.defaultName`).
-    package static let defaultName = "default"
-
-    package var isDefault: Bool { name == ProviderEntry.defaultName }
+    package var isDefault: Bool { name == WAFProviderName.defaultName }
 
     package var tenancy: Tenancy { state.withLockedValue { $0 } }
 

@@ -33,7 +33,7 @@ package final class ProviderSet: Sendable {
     /// What a request without `?provider=` or `?domain=` means: `default`, or the only provider.
     package var implicit: ProviderEntry? {
         entries.withLockedValue { entries in
-            entries.first { $0.name == ProviderEntry.defaultName } ?? (entries.count == 1 ? entries.first : nil)
+            entries.first { $0.name == WAFProviderName.defaultName } ?? (entries.count == 1 ? entries.first : nil)
         }
     }
 

@@ -1,5 +1,5 @@
 import CSystemd
-import WAFTokenDaemon
+import WAFServiceManager
 
 #if canImport(Glibc)
 import Glibc
@@ -8,14 +8,7 @@ import Glibc
 /// The listening sockets systemd passed (socket activation, `sd_listen_fds_with_names`), each with
 /// the name its socket unit gave it (`FileDescriptorName=`).
 public enum SocketActivation {
-    public enum Inherited: Sendable, Equatable {
-        case none
-        case sockets([InheritedListener])
-        /// Sockets were passed, but none is a listening stream socket.
-        case unusable(String)
-    }
-
-    public static func inheritedSockets() -> Inherited {
+    @Sendable public static func inheritedSockets() -> PassedSockets {
         // Unset the variables: a child of the daemon must not think the sockets are its own.
         var names: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?
         let count = sd_listen_fds_with_names(1, &names)
@@ -36,21 +29,5 @@ public enum SocketActivation {
         }
         if listeners.isEmpty { return .unusable("none of the \(count) sockets systemd passed is a listening stream socket") }
         return .sockets(listeners)
-    }
-}
-
-extension DaemonIntegration {
-    /// systemd: sd_notify and the watchdog, and the sockets passed by socket activation.
-    public static func systemd(startDemoService: (@Sendable () async throws -> any DemoTokenService)? = nil) -> DaemonIntegration {
-        DaemonIntegration(
-            makeNotifier: { SystemdNotifier() },
-            inheritedListeners: {
-                switch SocketActivation.inheritedSockets() {
-                case .none: .success([])
-                case .sockets(let listeners): .success(listeners)
-                case .unusable(let reason): .failure(DaemonFailure(.osError, reason))
-                }
-            },
-            startDemoService: startDemoService)
     }
 }

@@ -1,5 +1,5 @@
 import CSystemd
-import WAFTokenDaemon
+import WAFServiceManager
 
 #if canImport(Glibc)
 import Glibc

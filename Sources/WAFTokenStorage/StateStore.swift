@@ -1,7 +1,5 @@
 import Logging
 import SystemPackage
-import WAFChallenge
-import WAFDaemonConfiguration
 import WAFTokenCore
 
 #if canImport(FoundationEssentials)
@@ -32,9 +30,9 @@ package struct StateStore: Sendable, Equatable {
     package let fileName: String
     package var path: String { directory + "/" + fileName }
 
-    package init(directory: String, provider: String = ProviderName.defaultName) {
+    package init(directory: String, provider: String = WAFProviderName.defaultName) {
         self.directory = directory
-        fileName = provider == ProviderName.defaultName ? "token.json" : "token.\(provider).json"
+        fileName = provider == WAFProviderName.defaultName ? "token.json" : "token.\(provider).json"
     }
 
     /// The saved token for `identity`, nil if there is none or it is another identity's. A damaged
@@ -62,7 +60,7 @@ package struct StateStore: Sendable, Equatable {
     package static func decode(_ bytes: [UInt8]) -> Record? {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        guard let record = try? decoder.decode(Record.self, from: Data(bytes)), VerifyOutcome.isUsableToken(record.value) else { return nil }
+        guard let record = try? decoder.decode(Record.self, from: Data(bytes)), WAFToken.isUsable(record.value) else { return nil }
         return record
     }
 

@@ -1,6 +1,7 @@
 import Logging
 import WAFEventLoopExecutor
 import WAFLocalTokenService
+import WAFServiceManager
 import WAFSystemd
 import WAFTokenDaemon
 
@@ -23,7 +24,9 @@ enum WAFTokendMain {
                 if journal { return LevelControlledLogHandler(JournalLogHandler(identifier: "waf-tokend"), control: .process) }
                 return LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
             }
-            DaemonIntegration.install(.systemd(startDemoService: DemoService.start))
+            DaemonIntegration.install(
+                DaemonIntegration(
+                    makeNotifier: { SystemdNotifier() }, passedSockets: SocketActivation.inheritedSockets, startDemoService: DemoService.start))
             await WAFTokendCommand.main()
         }
     }

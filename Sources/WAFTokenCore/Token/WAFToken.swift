@@ -43,4 +43,17 @@ public struct WAFToken: Sendable, Hashable, CustomStringConvertible {
     }
 
     public var description: String { "WAFToken(\(fingerprint))" }
+
+    public static let maximumLength = 4096
+
+    /// A token must fit a cookie: RFC 6265 cookie-octets only (no spaces, quotes, commas,
+    /// semicolons or backslashes), and not absurdly long. A verify answer's token, and one
+    /// restored from a state file, is refused otherwise.
+    public static func isUsable(_ value: String) -> Bool {
+        guard !value.isEmpty, value.utf8.count <= maximumLength else { return false }
+        return value.utf8.allSatisfy { byte in
+            byte == 0x21 || (0x23...0x2B).contains(byte) || (0x2D...0x3A).contains(byte)
+                || (0x3C...0x5B).contains(byte) || (0x5D...0x7E).contains(byte)
+        }
+    }
 }

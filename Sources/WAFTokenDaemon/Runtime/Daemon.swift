@@ -1,5 +1,6 @@
 import Logging
 import WAFDaemonConfiguration
+import WAFServiceManager
 import WAFVersion
 
 #if canImport(Glibc)
@@ -32,9 +33,10 @@ public enum Daemon {
             return failure.code.rawValue
         }
         let inherited: [InheritedListener]
-        switch integration.inheritedListeners() {
-        case .success(let listeners): inherited = listeners
-        case .failure(let failure): return fail(failure)
+        switch integration.passedSockets() {
+        case .none: inherited = []
+        case .sockets(let listeners): inherited = listeners
+        case .unusable(let reason): return fail(DaemonFailure(.osError, reason))
         }
 
         var sources = sources

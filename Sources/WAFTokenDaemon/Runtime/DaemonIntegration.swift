@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import WAFServiceManager
 import WAFTokenCore
 
 /// What the executable plugs into the daemon, so that the library depends on none of it: the
@@ -9,9 +10,8 @@ public struct DaemonIntegration: Sendable {
     public typealias LivenessProbe = @Sendable (@escaping @Sendable () -> Void) -> Void
 
     public var makeNotifier: @Sendable () -> any ServiceNotifier
-    /// The listening sockets passed by the service manager (none: empty); a failure when sockets
-    /// were passed but none can be served.
-    public var inheritedListeners: @Sendable () -> Result<[InheritedListener], DaemonFailure>
+    /// The listening sockets passed by the service manager.
+    public var passedSockets: @Sendable () -> PassedSockets
     /// Starts the local token service for `--demo`; nil when this build has none.
     public var startDemoService: (@Sendable () async throws -> any DemoTokenService)?
     /// How the watchdog checks a provider: a round trip through its state context.
@@ -19,12 +19,12 @@ public struct DaemonIntegration: Sendable {
 
     public init(
         makeNotifier: @escaping @Sendable () -> any ServiceNotifier = { NoServiceNotifier() },
-        inheritedListeners: @escaping @Sendable () -> Result<[InheritedListener], DaemonFailure> = { .success([]) },
+        passedSockets: @escaping @Sendable () -> PassedSockets = { .none },
         startDemoService: (@Sendable () async throws -> any DemoTokenService)? = nil,
         livenessProbe: @escaping @Sendable (WAFTokenProvider) -> LivenessProbe = { provider in { provider.ping($0) } }
     ) {
         self.makeNotifier = makeNotifier
-        self.inheritedListeners = inheritedListeners
+        self.passedSockets = passedSockets
         self.startDemoService = startDemoService
         self.livenessProbe = livenessProbe
     }
@@ -33,7 +33,8 @@ public struct DaemonIntegration: Sendable {
 
     public static var current: DaemonIntegration { installed.withLockedValue { $0 } }
 
-    /// Installs `integration` for the process; `waf-tokend`'s main does this before parsing.
+    /// Installs `integration` for the process; `waf-tokend`'s main does this before parsing. A
+    /// global, because ArgumentParser makes the command and no argument reaches it from main.
     public static func install(_ integration: DaemonIntegration) {
         installed.withLockedValue { $0 = integration }
     }
@@ -43,16 +44,4 @@ public struct DaemonIntegration: Sendable {
 public protocol DemoTokenService: Sendable {
     var applicationIntegrationURL: String { get }
     func stop() async
-}
-
-/// A listening socket the service manager passed, with the name its unit gave it
-/// (`FileDescriptorName=`; systemd's default is the socket unit's name).
-public struct InheritedListener: Sendable, Equatable {
-    public let descriptor: CInt
-    public let name: String
-
-    public init(descriptor: CInt, name: String) {
-        self.descriptor = descriptor
-        self.name = name
-    }
 }

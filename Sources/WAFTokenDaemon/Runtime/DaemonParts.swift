@@ -1,6 +1,7 @@
 import Logging
 import WAFDaemonTransport
 import WAFProviderRegistry
+import WAFServiceManager
 import WAFSocketAPI
 import WAFTokenStorage
 

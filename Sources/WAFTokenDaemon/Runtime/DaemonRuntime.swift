@@ -5,6 +5,7 @@ import ServiceLifecycle
 import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
+import WAFServiceManager
 import WAFSocketAPI
 import WAFTokenCore
 import WAFTokenProxy

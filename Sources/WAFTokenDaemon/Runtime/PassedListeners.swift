@@ -3,6 +3,7 @@ import WAFDaemonTransport
 
 #if canImport(Glibc)
 import Glibc
+import WAFServiceManager
 #endif
 
 /// The listening sockets the service manager passed, handed to the listeners they are for: the

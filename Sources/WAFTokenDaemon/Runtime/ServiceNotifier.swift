@@ -6,40 +6,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-/// What the daemon tells its service manager (sd_notify under systemd). The daemon calls these at
-/// the right moments; an implementation decides where they go.
-public protocol ServiceNotifier: Sendable {
-    /// Start-up or a reload is complete (`READY=1`).
-    func ready()
-    /// A reload begins (`RELOADING=1` with `MONOTONIC_USEC=`).
-    func reloading()
-    /// A graceful stop begins (`STOPPING=1`).
-    func stopping()
-    /// One human line on the current state (`STATUS=`).
-    func status(_ line: String)
-    /// Start-up needs longer than the service manager's timeout (`EXTEND_TIMEOUT_USEC=`).
-    func extendTimeout(by duration: Duration)
-    /// The daemon is about to exit with an error (`ERRNO=`, `STATUS=`).
-    func failing(_ message: String, errno: Int32?)
-    /// How often to ping the watchdog, or nil when there is none.
-    var watchdogInterval: Duration? { get }
-    /// "Still alive" (`WATCHDOG=1`).
-    func watchdogPing()
-}
-
-/// No service manager: every call is a no-op.
-public struct NoServiceNotifier: ServiceNotifier {
-    public init() {}
-    public func ready() {}
-    public func reloading() {}
-    public func stopping() {}
-    public func status(_ line: String) {}
-    public func extendTimeout(by duration: Duration) {}
-    public func failing(_ message: String, errno: Int32?) {}
-    public var watchdogInterval: Duration? { nil }
-    public func watchdogPing() {}
-}
-
 /// The one-line summary of the providers for `STATUS=`: one provider's as
 /// `token fresh (age 12s), foreground, next refresh in 288s`; several counted, with the line of
 /// each that has no fresh token (the first three).

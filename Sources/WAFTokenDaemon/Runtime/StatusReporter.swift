@@ -1,6 +1,7 @@
 import Dispatch
 import NIOConcurrencyHelpers
 import WAFProviderRegistry
+import WAFServiceManager
 import WAFTokenCore
 
 /// Tells the service manager the providers' state in one line (`STATUS=`) after every change:

@@ -1,5 +1,6 @@
 import Logging
 import ServiceLifecycle
+import WAFServiceManager
 import WAFSocketAPI
 import WAFTokenProxy
 

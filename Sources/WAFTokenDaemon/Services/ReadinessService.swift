@@ -1,5 +1,6 @@
 import ServiceLifecycle
 import WAFProviderRegistry
+import WAFServiceManager
 import WAFTokenCore
 
 /// Tells the service manager the daemon is ready: once the socket listens, or, with

@@ -1,5 +1,6 @@
 import Dispatch
 import ServiceLifecycle
+import WAFServiceManager
 
 /// Pings the service manager's watchdog at its interval, each ping only after the liveness probe
 /// (a round trip through the provider's state context) came back: if the provider wedges, the

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import WAFServiceManager
 import WAFSystemd
 import WAFTokenCore
 import WAFTokenDaemon
@@ -23,7 +24,7 @@ enum WedgeMain {
         LoggingSystem.bootstrap { label in
             LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
         }
-        var integration = DaemonIntegration.systemd()
+        var integration = DaemonIntegration(makeNotifier: { SystemdNotifier() }, passedSockets: SocketActivation.inheritedSockets)
         integration.livenessProbe = { provider in
             guard domain == nil || domain == provider.configuration.domainName else { return { completion in provider.ping(completion) } }
             Task.detached {

@@ -302,8 +302,6 @@ let package = Package(
                 "WAFTestTraits", "WAFDaemonConfiguration", "WAFTokenCore", "WAFTestSupport",
                 // The command line's options come from the key table: parsed as the daemon parses them.
                 "WAFTokenDaemon", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                // A provider's proxy keys read as the proxy takes them.
-                "WAFTokenProxy",
             ],
             swiftSettings: strict),
         .testTarget(

@@ -105,6 +105,20 @@ for name, target in sorted(targets.items()):
             where = "its own layer" if layer_of[dependency] == layer_of[name] else "a higher layer"
             problems.append(f"Package.swift: {name} (layer {layer_of[name] + 1}) depends on {dependency}, of {where}: dependencies point down")
 
+# The key table is read by the configuration module and the composition root only: the daemon
+# hands every other module its values (a proxy's settings, a listener's limits).
+KEY_READERS = {"WAFDaemonConfiguration", "WAFTokenDaemon"}
+KEY_READ = re.compile(r"\bKeys\.(?!self\b)[a-z]\w*")
+for name, target in sorted(targets.items()):
+    if target["type"] != "regular" or name in KEY_READERS:
+        continue
+    for root, _, files in os.walk(target.get("path") or "Sources/" + name):
+        for file in sorted(f for f in files if f.endswith(".swift")):
+            source = os.path.join(root, file)
+            for number, line in enumerate(open(source, encoding="utf-8"), 1):
+                if KEY_READ.search(line.split("//")[0]):
+                    problems.append(f"{source}:{number}: {name} reads the key table; only {', '.join(sorted(KEY_READERS))} may (pass it the value)")
+
 # Every import of every source file against its target's declared dependencies.
 IMPORT = re.compile(r"^\s*(?:@[\w()]+\s+)*import\s+(?:(?:struct|class|enum|protocol|func|var|let|typealias)\s+)?([A-Za-z_]\w*)")
 for name, target in targets.items():

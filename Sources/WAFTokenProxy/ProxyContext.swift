@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOSSL
 import Synchronization
+import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
 import WAFTokenCore

@@ -74,8 +74,8 @@ package actor ProxyController {
 
 extension ConnectionSettings {
     /// The proxy's: the provider's readers, narrowed by the proxy's own lists (TENANT-10); the
-    /// socket's timeouts.
-    package init(proxy settings: ProxySettings, _ configuration: DaemonConfiguration, logger: Logger) {
+    /// socket's timeouts and limits (`socket`, the socket's settings as the daemon read them).
+    package init(proxy settings: ProxySettings, socket: ConnectionSettings, logger: Logger) {
         let tcp = if case .loopback = settings.listen { true } else { false }
         let readers = AccessPolicy(
             allowedUsers: settings.readers.users, allowedGroups: settings.readers.groups, keyPrefix: "the provider's readers", tcp: tcp,
@@ -87,9 +87,8 @@ extension ConnectionSettings {
             } ?? readers
         self.init(
             policy: policy,
-            idleTimeout: .seconds(Int64(configuration[Keys.socketIdleTimeoutSec])),
-            requestTimeout: .seconds(Int64(configuration[Keys.socketRequestTimeoutSec])),
-            maxConnections: configuration[Keys.socketMaxConnections], maxConnectionsPerUser: configuration[Keys.socketMaxConnectionsPerUser])
+            idleTimeout: socket.idleTimeout, requestTimeout: socket.requestTimeout, maxConnections: socket.maxConnections,
+            maxConnectionsPerUser: socket.maxConnectionsPerUser)
     }
 }
 

@@ -7,7 +7,6 @@ import WAFTokenCore
 
 @testable import WAFDaemonConfiguration
 @testable import WAFTokenDaemon
-@testable import WAFTokenProxy
 
 private let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
 private let required = "applicationIntegrationUrl: \(url)\ndomainName: example.com\n"

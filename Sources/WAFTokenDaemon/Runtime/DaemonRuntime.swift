@@ -129,7 +129,7 @@ struct DaemonRuntime {
         let settings = ProxySettings(provider, configuration)
         do throws(ProxyFailure) {
             try await controller.apply(
-                settings, connection: settings.map { .init(proxy: $0, configuration, logger: parts.logger) } ?? socket, inherited: inherited)
+                settings, connection: settings.map { .init(proxy: $0, socket: socket, logger: parts.logger) } ?? socket, inherited: inherited)
         } catch {
             throw DaemonFailure(error)
         }

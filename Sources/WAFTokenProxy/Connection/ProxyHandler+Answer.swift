@@ -25,7 +25,8 @@ extension ProxyHandler {
             replay(with: token)
         case .refresh:
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            proxy.refreshToken(for: exchange.route, timeout: max(exchange.route.settings.tokenWait, .seconds(1)), on: context.eventLoop) { token in
+            proxy.refreshToken(for: exchange.route, timeout: TimeAmount(max(exchange.route.settings.tokenWait, .seconds(1))), on: context.eventLoop) {
+                token in
                 let this = handler.value
                 guard let exchange = this.exchange else { return }
                 switch this.machine.refreshed(token, sentToken: exchange.sentToken) {
@@ -87,7 +88,7 @@ extension ProxyHandler {
         case .timeout:
             answerError(
                 .gatewayTimeout, "upstreamTimeout",
-                "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.nanoseconds / 1_000_000_000) s")
+                "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.components.seconds) s")
         case .closed:
             answerError(.badGateway, "upstreamClosed", "the upstream closed the connection before answering")
         case .unreachable:
@@ -139,7 +140,7 @@ extension ProxyHandler {
 
     func armStallTimer(_ exchange: ProxyExchange) {
         guard let eventLoop = context?.eventLoop else { return }
-        stall.move(to: eventLoop.now + exchange.route.settings.upstreamTimeout, on: eventLoop, expired: { [self] in upstreamTimedOut() })
+        stall.move(to: eventLoop.now + TimeAmount(exchange.route.settings.upstreamTimeout), on: eventLoop, expired: { [self] in upstreamTimedOut() })
     }
 
     func stopStallTimer() {

@@ -13,7 +13,7 @@ extension ProxyHandler: UpstreamDelegate {
         let token = proxy.token(for: exchange.route)
         if token == nil, exchange.route.settings.tokenWait > .zero {
             let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            proxy.waitForToken(for: exchange.route, timeout: exchange.route.settings.tokenWait, on: context.eventLoop) { token in
+            proxy.waitForToken(for: exchange.route, timeout: TimeAmount(exchange.route.settings.tokenWait), on: context.eventLoop) { token in
                 handler.value.connect(token: token)
             }
         } else {

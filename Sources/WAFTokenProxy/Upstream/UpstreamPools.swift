@@ -91,7 +91,7 @@ final class UpstreamPools: Sendable {
         let upstream = route.settings.upstream
         let generation = route.generation
         let tls = route.tls
-        let timeout = route.settings.upstreamTimeout
+        let timeout = TimeAmount(route.settings.upstreamTimeout)
         return ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             // At TCP's level: `.socketOption(.tcp_nodelay)` would be SOL_SOCKET's option 1, SO_DEBUG,

@@ -1,9 +1,8 @@
-import Logging
-import NIOCore
-import WAFDaemonConfiguration
 import WAFTokenCore
 
 /// A provider's proxy keys, checked together: nil when its `proxy.listen` is unset (no proxy).
+/// Read here, where the keys are, and handed to the proxy by the daemon: no module but this one
+/// and the composition root reads `Keys`.
 package struct ProxySettings: Sendable, Equatable {
     package enum TokenPlacement: String, Sendable {
         case cookie, header
@@ -16,8 +15,8 @@ package struct ProxySettings: Sendable, Equatable {
     package var upstream: UpstreamTarget
     package var tokenIn: TokenPlacement
     package var replayBufferBytes: Int
-    package var tokenWait: TimeAmount
-    package var upstreamTimeout: TimeAmount
+    package var tokenWait: Duration
+    package var upstreamTimeout: Duration
     /// Who may take the provider's token (`DaemonConfiguration.readers(of:)`): the one definition.
     package var readers: AccessLists
     /// `proxy.allowedUsers`/`proxy.allowedGroups`, which narrow the readers for this proxy.
@@ -41,8 +40,8 @@ package struct ProxySettings: Sendable, Equatable {
         mode = provider[Keys.proxyMode] ?? daemon[Keys.socketMode]
         tokenIn = TokenPlacement(rawValue: provider[Keys.proxyTokenIn]) ?? .cookie
         replayBufferBytes = provider[Keys.proxyReplayBufferBytes]
-        tokenWait = .seconds(Int64(provider[Keys.proxyTokenWaitSec]))
-        upstreamTimeout = .seconds(Int64(provider[Keys.proxyUpstreamTimeoutSec]))
+        tokenWait = .seconds(provider[Keys.proxyTokenWaitSec])
+        upstreamTimeout = .seconds(provider[Keys.proxyUpstreamTimeoutSec])
         // The provider's readers, which the proxy's own lists may narrow and never widen (TENANT-10).
         readers = daemon.readers(of: provider)
         narrowing = daemon.proxyNarrowing(of: provider)

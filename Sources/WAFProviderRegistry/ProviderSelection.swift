@@ -7,8 +7,24 @@ import WAFTokenCore
 /// named nowhere to that peer, and answers as a provider that does not exist (TENANT-7).
 package enum ProviderSelection {
     case provider(ProviderEntry)
-    /// The answer that says why not.
-    case refused(HTTPReply)
+    /// Why not; the socket API words it as an answer (`HTTPReply(_:)` there).
+    case refused(SelectionRefusal)
+}
+
+/// Why a request means no provider its peer may use. `choices`: the providers that peer may use,
+/// which the answer names (and no other).
+package enum SelectionRefusal: Sendable, Equatable {
+    /// Both `?provider=` and `?domain=`.
+    case bothSelectors
+    /// No selector, and several providers with no `default` among them.
+    case selectorRequired(choices: [String])
+    /// A provider the peer may not use, named only if the request named it.
+    case forbidden(named: String?)
+    /// A selector that matches no provider this peer may use, to a peer that may not use every
+    /// provider: one answer whether the provider is not there or not its (TENANT-7).
+    case noneVisible(selector: String, choices: [String])
+    case unknownProvider(String, choices: [String])
+    case unknownDomain(String, choices: [String])
 }
 
 extension ProviderSet {
@@ -18,7 +34,7 @@ extension ProviderSet {
         let entry: ProviderEntry?
         switch (query["provider"], query["domain"]) {
         case (.some, .some):
-            return .refused(.error(.badRequest, "badRequest", "ask for one provider: ?provider=NAME or ?domain=HOST, not both"))
+            return .refused(.bothSelectors)
         case (let name?, nil):
             entry = self.named(name)
         case (nil, let host?):
@@ -26,41 +42,24 @@ extension ProviderSet {
             // answers nor shadows a parent it may (TENANT-7).
             entry = self.covering(domain: host, visibleTo: operatorView ? nil : .some(peer))
         case (nil, nil):
-            guard let implicit = self.implicit else {
-                return .refused(
-                    .error(
-                        .badRequest, "providerRequired", "this daemon runs several providers: ask with ?provider=NAME or ?domain=HOST\(choices(peer))"
-                    ))
-            }
-            guard operatorView || implicit.allows(peer) else { return .refused(Self.forbidden(nil)) }
+            guard let implicit = self.implicit else { return .refused(.selectorRequired(choices: choices(peer))) }
+            guard operatorView || implicit.allows(peer) else { return .refused(.forbidden(named: nil)) }
             return .provider(implicit)
         }
         if let entry, operatorView || entry.allows(peer) { return .provider(entry) }
         return .refused(notAvailable(query, to: peer, operatorView: operatorView))
     }
 
-    /// The answer to a selector that means no provider `peer` may use. To a peer that may not use
-    /// every provider, a provider it may not use and no provider at all look the same: 403 and one
-    /// body, which names only the providers it may use; it learns neither that a name exists nor
-    /// which provider a domain belongs to (TENANT-7). To anyone else (and in the operator's view)
-    /// an unknown name or domain is 404, named (MULTI-2).
-    private func notAvailable(_ query: [String: String], to peer: PeerCredentials?, operatorView: Bool) -> HTTPReply {
-        let restricted = !operatorView && visibleProviders(to: peer).count < all.count
-        if restricted {
-            let by = query["provider"] != nil ? "?provider=" : "?domain="
-            return .error(.forbidden, "forbidden", "no provider this user may use matches this \(by) (allowedUsers, allowedGroups)\(choices(peer))")
+    /// Why a selector means no provider `peer` may use. To a peer that may not use every provider,
+    /// a provider it may not use and no provider at all look the same; it learns neither that a
+    /// name exists nor which provider a domain belongs to (TENANT-7). To anyone else (and in the
+    /// operator's view) an unknown name or domain is named (MULTI-2).
+    private func notAvailable(_ query: [String: String], to peer: PeerCredentials?, operatorView: Bool) -> SelectionRefusal {
+        if !operatorView && visibleProviders(to: peer).count < all.count {
+            return .noneVisible(selector: query["provider"] != nil ? "?provider=" : "?domain=", choices: choices(peer))
         }
-        if let name = query["provider"] {
-            return .error(.notFound, "unknownProvider", "no provider named \(name.prefix(64).debugDescription)\(choices(peer))")
-        }
-        return .error(.notFound, "unknownDomain", "no provider covers \((query["domain"] ?? "").prefix(256).debugDescription)\(choices(peer))")
-    }
-
-    /// 403 for a provider the peer may not use, naming it only if `named` (the request named it).
-    package static func forbidden(_ named: String?) -> HTTPReply {
-        .error(
-            .forbidden, "forbidden",
-            "this user may not use \(named.map { "provider \($0)" } ?? "the provider this request means") (its allowedUsers, allowedGroups)")
+        if let name = query["provider"] { return .unknownProvider(name, choices: choices(peer)) }
+        return .unknownDomain(query["domain"] ?? "", choices: choices(peer))
     }
 
     /// The providers `peer` may use, in order.
@@ -68,8 +67,7 @@ extension ProviderSet {
         all.filter { $0.allows(peer) }
     }
 
-    private func choices(_ peer: PeerCredentials?) -> String {
-        let names = visibleProviders(to: peer).map(\.name)
-        return names.isEmpty ? "" : " (providers: \(names.joined(separator: ", ")))"
+    private func choices(_ peer: PeerCredentials?) -> [String] {
+        visibleProviders(to: peer).map(\.name)
     }
 }

@@ -246,8 +246,8 @@ extension APIHandler {
     func provider(for query: [String: String], _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String) -> ProviderEntry? {
         switch api.providers.select(query, peer: connection.peer, operatorView: api.role == .probes) {
         case .provider(let entry): return entry
-        case .refused(let response):
-            respond(context, head, response, endpoint: endpoint)
+        case .refused(let refusal):
+            respond(context, head, HTTPReply(refusal), endpoint: endpoint)
             return nil
         }
     }

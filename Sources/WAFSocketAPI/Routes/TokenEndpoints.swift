@@ -72,7 +72,7 @@ extension APIHandler {
     static func answer(_ token: WAFToken?, _ error: SdkError?, plainText: Bool, entry: ProviderEntry, peer: PeerCredentials?) -> HTTPReply {
         if token != nil {
             if let cached = entry.token(for: peer) { return tokenResponse(cached, plainText: plainText) }
-            if !entry.allows(peer) { return ProviderSet.forbidden(nil) }
+            if !entry.allows(peer) { return HTTPReply(.forbidden(named: nil)) }
             return .error(
                 .serviceUnavailable, "identityChanged", "the provider's identity changed while this request waited; ask again",
                 headers: [("Retry-After", "1")])

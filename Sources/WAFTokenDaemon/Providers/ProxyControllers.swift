@@ -1,4 +1,7 @@
+import Logging
 import NIOConcurrencyHelpers
+import WAFDaemonConfiguration
+import WAFDaemonTransport
 import WAFTokenProxy
 
 /// Each provider's proxy controller, by provider name: the listeners see providers through the
@@ -19,6 +22,22 @@ final class ProxyControllers: Sendable {
     @discardableResult
     func remove(_ name: String) -> ProxyController? {
         controllers.withLockedValue { $0.removeValue(forKey: name) }
+    }
+
+    /// Starts (or with a reload, changes) the proxy of `provider`, if its configuration has one:
+    /// its settings as `configuration` gives them, its connections limited as the socket's.
+    func apply(
+        _ provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings, logger: Logger,
+        inherited: CInt? = nil
+    ) async throws(DaemonFailure) {
+        guard let controller = self[provider.name] else { return }
+        let settings = ProxySettings(provider, configuration)
+        do throws(ProxyFailure) {
+            try await controller.apply(
+                settings, connection: settings.map { .init(proxy: $0, socket: socket, logger: logger) } ?? socket, inherited: inherited)
+        } catch {
+            throw DaemonFailure(error)
+        }
     }
 
     /// Stops every proxy, together.

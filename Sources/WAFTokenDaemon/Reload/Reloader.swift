@@ -107,10 +107,10 @@ final class Reloader: Sendable {
                 let made = try factory.make(provider, daemon: new, socket: socket.policy, lifecycle: lifecycle)
                 added.append(made)
                 parts.proxies.insert(made.proxy, for: provider.name)
-                try await DaemonRuntime.startProxy(of: provider, new, socket: socket, parts: parts)
+                try await parts.proxies.apply(provider, new, socket: socket, logger: parts.logger)
             }
             for (_, provider) in plan.kept {
-                try await DaemonRuntime.startProxy(of: provider, new, socket: socket, parts: parts)
+                try await parts.proxies.apply(provider, new, socket: socket, logger: parts.logger)
                 started.append(provider)
             }
         } catch {
@@ -135,7 +135,7 @@ final class Reloader: Sendable {
         let before = Dictionary(uniqueKeysWithValues: plan.old.providers.map { ($0.name, $0) })
         for provider in restarted {
             guard let old = before[provider.name] else { continue }
-            try? await DaemonRuntime.startProxy(of: old, plan.old, socket: parts.api.settings, parts: parts)
+            try? await parts.proxies.apply(old, plan.old, socket: parts.api.settings, logger: parts.logger)
         }
         try? await fetcher?.shutdown()
     }

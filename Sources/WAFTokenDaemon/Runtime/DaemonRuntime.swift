@@ -84,7 +84,7 @@ struct DaemonRuntime {
             // The proxies first: a client that sees the socket answer may use a proxy at once.
             do throws(DaemonFailure) {
                 for provider in configuration.providers {
-                    try await startProxy(of: provider, configuration, socket: socket, parts: parts, inherited: proxySockets[provider.name])
+                    try await parts.proxies.apply(provider, configuration, socket: socket, logger: logger, inherited: proxySockets[provider.name])
                 }
                 if servesSocket { try await listeners.start(inherited: claimed) }
             } catch {
@@ -117,21 +117,6 @@ struct DaemonRuntime {
             for entry in providers.all { entry.provider.shutdown() }
             await fetcher.shutdown()
             throw error
-        }
-    }
-
-    /// Starts (or with a reload, changes) the proxy of `provider`, if its configuration has one.
-    static func startProxy(
-        of provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings, parts: DaemonParts,
-        inherited: CInt? = nil
-    ) async throws(DaemonFailure) {
-        guard let controller = parts.proxies[provider.name] else { return }
-        let settings = ProxySettings(provider, configuration)
-        do throws(ProxyFailure) {
-            try await controller.apply(
-                settings, connection: settings.map { .init(proxy: $0, socket: socket, logger: parts.logger) } ?? socket, inherited: inherited)
-        } catch {
-            throw DaemonFailure(error)
         }
     }
 

@@ -12,6 +12,8 @@ import NIOConcurrencyHelpers
 /// stopped fires as soon as it continues. One descriptor serves every timer: it is armed for the
 /// earliest deadline, and nothing wakes the process before then.
 final class BoottimeTimers: @unchecked Sendable {
+    // @unchecked: every stored property is a `let`; the timers themselves are behind `pending`'s
+    // lock, and the read source is thread-safe but not marked Sendable on Linux.
     private struct Pending {
         let deadline: Int64
         let work: @Sendable () -> Void

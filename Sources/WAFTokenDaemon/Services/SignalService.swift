@@ -22,7 +22,8 @@ final class SignalService: Service, @unchecked Sendable {
     private let reloader: Reloader
     private let metrics: DaemonMetrics
     private let logger: Logger
-    // Set once in init; dispatch sources are thread-safe but not marked Sendable on Linux.
+    // @unchecked: the only `var`, set once in init and read after; dispatch sources are
+    // thread-safe but not marked Sendable on Linux. The rest are `let`s of Sendable types.
     private var sources: [any DispatchSourceSignal] = []
 
     /// `reloadsOnHangUp`: false under `waf-tokend exec`, whose child SIGHUP is for.

@@ -147,4 +147,4 @@ fuzz-ci: deps
 # The reliability suite at full scale: 1,000 kills, 10,000 signals, the whole fault matrix,
 # floods and a soak of 10 million reads; each prints its figures. `make test` runs it bounded.
 test-reliability: deps release
-	WAF_RELIABILITY=full SWIFT=$(SWIFT) scripts/swift-test.sh --filter WAFReliabilityTests
+	WAF_RELIABILITY=full WAF_TEST_DEADLINE_SEC=7200 SWIFT=$(SWIFT) scripts/swift-test.sh --filter WAFReliabilityTests

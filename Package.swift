@@ -312,6 +312,9 @@ let package = Package(
             ] + nio,
             swiftSettings: strict),
         .testTarget(
+            name: "WAFTokenStorageTests", dependencies: ["WAFTestTraits", "WAFTokenStorage", "WAFTokenCore", logging],
+            swiftSettings: strict),
+        .testTarget(
             name: "WAFTokenProxyTests",
             dependencies: [
                 "WAFTestTraits", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport", "WAFProviderRegistry",

@@ -12,6 +12,11 @@ struct StorageLedger {
     /// writes are done together, so that records arriving together write a cookie jar once.
     private var dirty: Set<String> = []
     private var records: [String: WAFTokenRecord] = [:]
+    /// The latest record of an identity the layout did not have, by provider, since the last
+    /// `configure`: a provider a reload adds, or whose identity it changes, starts before the new
+    /// layout is in force, and its first token (restored, or fetched quickly) must not be lost.
+    /// The next `configure` takes those it now expects and forgets the rest.
+    private var early: [String: WAFTokenRecord] = [:]
     /// Providers whose files this process keeps: those that reported a record, and those whose
     /// identity changed. Another's files are left as they are: at start-up, the first provider to
     /// report must not clear the files of one that has not yet restored its token from them.
@@ -54,6 +59,11 @@ struct StorageLedger {
         layout = new
         owners = new.owners
         dirty = []
+        for (name, record) in early where new.providers[name]?.identity == record.identity {
+            records[name] = record
+            managed.insert(name)
+        }
+        early = [:]
         // Paths new to this process may hold what an earlier run's killed writer left.
         removeStaleTemporaries(in: new.paths.subtracting(old))
         return reconcile(layout.paths.union(old.subtracting(new.paths)))
@@ -63,7 +73,8 @@ struct StorageLedger {
     /// caller then schedules one).
     mutating func take(_ record: WAFTokenRecord, of name: String) -> Bool {
         guard record.identity == layout.providers[name]?.identity else {
-            logger.debug("dropped a token record of another identity", metadata: ["provider": "\(name)", "identity": "\(record.identity)"])
+            logger.debug("held a token record of an identity storage does not expect yet", metadata: ["provider": "\(name)"])
+            early[name] = record
             return false
         }
         guard record != records[name] else { return false }

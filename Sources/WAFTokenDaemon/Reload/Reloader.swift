@@ -143,7 +143,7 @@ final class Reloader: Sendable {
     // MARK: Step 2: what cannot fail
 
     /// Puts the new configuration in force, in the order that keeps tenants apart (TENANT-2): a
-    /// provider whose identity changes drops its old token first (memory, then its files); only
+    /// provider whose identity changes drops its old token first (its files, then memory); only
     /// then do the new access lists, names and routes apply. Until then the entries keep the old
     /// identity and lists, and no token of the new identity goes out under them.
     private func commit(_ prepared: Prepared) async {

@@ -1,9 +1,9 @@
 import Logging
 import WAFDaemonTransport
+import WAFServiceManager
 
 #if canImport(Glibc)
 import Glibc
-import WAFServiceManager
 #endif
 
 /// The listening sockets the service manager passed, handed to the listeners they are for: the

@@ -42,15 +42,19 @@ struct ProvidersRestartTests {
             await daemon.stop()
         }
 
-        // Started without pay, then pay added back by a reload: its state file is its token.
+        // Started without pay, then pay added back by a reload: its state file is its token, and
+        // its token file (removed meanwhile) holds it again: the record the provider made while
+        // the reload was prepared, before storage knew it, is not lost.
         let withoutPay = try #require(file.range(of: "providers:")).lowerBound
         daemon = try await DaemonProcess.serving(service: nil, configFile: String(file[..<withoutPay]) + common)
+        try FileManager.default.removeItem(atPath: path("pay.token"))
         try file.write(toFile: daemon.directory.appendingPathComponent("daemon.yaml").path, atomically: true, encoding: .utf8)
         let before = try await second.counters().inputs
         daemon.signal(SIGHUP)
         #expect(await eventually { (try? await ProvidersSocketTests.value(daemon, "&provider=pay")) == pay }, "pay restored by the reload")
         try await Task.sleep(for: .milliseconds(500))
         #expect(FileManager.default.fileExists(atPath: path("state/token.pay.json")), "its state file kept")
+        #expect(await eventually { (try? String(contentsOfFile: path("pay.token"), encoding: .utf8)) == pay }, "its token file written")
         #expect(try await second.counters().inputs == before, "nothing fetched for it")
         await daemon.stop()
         await first.stop()

@@ -13,7 +13,7 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM
 setsid "${SWIFT:-swift}" test "$@" &
 session=$!
 # An interrupt reaches only this script's process group, not the session: pass it on.
-trap 'pkill -KILL -s "$session" 2>/dev/null; pkill -P "$watchdog" sleep 2>/dev/null; kill "$watchdog" 2>/dev/null; exit 130' INT TERM
+trap 'pkill -KILL -s "$session" 2>/dev/null; kill "$watchdog" 2>/dev/null; exit 130' INT TERM
 # A bound on the whole run: a test process whose crash handler cannot suspend its threads once
 # printed "failed to suspend thread" for 15 minutes and would have held CI to its own limit.
 # Each test has its own bound below this (WAFTestTraits); this one catches what none of them can.
@@ -21,14 +21,16 @@ deadline=${WAF_TEST_DEADLINE_SEC:-900}
 # The sleep holds none of this script's output: a caller reading it to its end (`$(…)`, a pipe)
 # must not wait for the sleep once the run is over.
 (
-    sleep "$deadline" </dev/null >/dev/null 2>&1
+    sleep "$deadline" </dev/null >/dev/null 2>&1 &
+    sleeper=$!
+    trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
+    wait "$sleeper"
     echo "swift-test.sh: swift test $* did not end within ${deadline} s (WAF_TEST_DEADLINE_SEC): killing it" >&2
     pkill -KILL -s "$session" 2>/dev/null
 ) &
 watchdog=$!
 wait "$session"
 status=$?
-pkill -P "$watchdog" sleep 2>/dev/null
 kill "$watchdog" 2>/dev/null
 pkill -KILL -s "$session" 2>/dev/null || true
 exit "$status"

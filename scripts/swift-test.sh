@@ -13,7 +13,8 @@ export SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=${SWT_EXPERIMENTAL_MAXIMUM
 setsid "${SWIFT:-swift}" test "$@" &
 session=$!
 # An interrupt reaches only this script's process group, not the session: pass it on.
-trap 'pkill -KILL -s "$session" 2>/dev/null; kill "$watchdog" 2>/dev/null; exit 130' INT TERM
+watchdog=
+trap 'pkill -KILL -s "$session" 2>/dev/null; [ -n "$watchdog" ] && kill "$watchdog" 2>/dev/null; exit 130' INT TERM
 # A bound on the whole run: a test process whose crash handler cannot suspend its threads once
 # printed "failed to suspend thread" for 15 minutes and would have held CI to its own limit.
 # Each test has its own bound below this (WAFTestTraits); this one catches what none of them can.
@@ -21,10 +22,12 @@ deadline=${WAF_TEST_DEADLINE_SEC:-900}
 # The sleep holds none of this script's output: a caller reading it to its end (`$(…)`, a pipe)
 # must not wait for the sleep once the run is over.
 (
+    sleeper=
+    trap '[ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null; exit 0' TERM
     sleep "$deadline" </dev/null >/dev/null 2>&1 &
     sleeper=$!
-    trap 'kill "$sleeper" 2>/dev/null; exit 0' TERM
-    wait "$sleeper"
+    # Anything but the sleep's own end (its kill above, or another's): no deadline passed.
+    wait "$sleeper" || exit 0
     echo "swift-test.sh: swift test $* did not end within ${deadline} s (WAF_TEST_DEADLINE_SEC): killing it" >&2
     pkill -KILL -s "$session" 2>/dev/null
 ) &

@@ -12,10 +12,12 @@ struct StorageLedger {
     /// writes are done together, so that records arriving together write a cookie jar once.
     private var dirty: Set<String> = []
     private var records: [String: WAFTokenRecord] = [:]
-    /// The latest record of an identity the layout did not have, by provider, since the last
-    /// `configure`: a provider a reload adds, or whose identity it changes, starts before the new
-    /// layout is in force, and its first token (restored, or fetched quickly) must not be lost.
-    /// The next `configure` takes those it now expects and forgets the rest.
+    /// The latest record of a provider the layout does not have yet, by name, since the last
+    /// `configure`: a provider a reload adds starts (in `prepare`) before the new layout is in
+    /// force, and its first token (restored, or fetched quickly) must not be lost. The next
+    /// `configure` takes those it now expects and forgets the rest; a provider retired meanwhile
+    /// (a refused reload's) is forgotten at once (`forget`). A provider the layout has never
+    /// lands here: a record of another identity than its own is an old one, and dropped.
     private var early: [String: WAFTokenRecord] = [:]
     /// Providers whose files this process keeps: those that reported a record, and those whose
     /// identity changed. Another's files are left as they are: at start-up, the first provider to
@@ -69,12 +71,22 @@ struct StorageLedger {
         return reconcile(layout.paths.union(old.subtracting(new.paths)))
     }
 
+    /// A provider that stopped before storage knew it (a refused reload had added it): nothing it
+    /// reported is written later, should a reload add its name again.
+    mutating func forget(_ name: String) {
+        early[name] = nil
+    }
+
     /// Takes `record` of `name`; true when it is the first change since the last write (the
     /// caller then schedules one).
     mutating func take(_ record: WAFTokenRecord, of name: String) -> Bool {
-        guard record.identity == layout.providers[name]?.identity else {
-            logger.debug("held a token record of an identity storage does not expect yet", metadata: ["provider": "\(name)"])
+        guard let target = layout.providers[name] else {
+            logger.debug("held the token record of a provider storage does not know yet", metadata: ["provider": "\(name)"])
             early[name] = record
+            return false
+        }
+        guard record.identity == target.identity else {
+            logger.debug("dropped a token record of another identity", metadata: ["provider": "\(name)", "identity": "\(record.identity)"])
             return false
         }
         guard record != records[name] else { return false }

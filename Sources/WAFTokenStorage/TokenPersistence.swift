@@ -59,6 +59,12 @@ package final class TokenPersistence: Service, Sendable {
         }
     }
 
+    /// Provider `name` stopped: a record it made before storage knew it is forgotten (after every
+    /// record it submitted, which come first on the same queue).
+    package func forget(_ name: String) {
+        queue.async { [self] in ledger.withLockedValue { $0.forget(name) } }
+    }
+
     /// Whether provider `name`'s files hold `token` now, every write submitted so far done first
     /// (a delivery action tells a program of a token only once its files hold it). False while a
     /// write of it fails; false too when a newer token superseded it.

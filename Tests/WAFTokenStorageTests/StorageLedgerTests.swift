@@ -19,7 +19,7 @@ struct StorageLedgerTests {
     static func read(_ path: String) -> String? { try? String(contentsOfFile: path, encoding: .utf8) }
 
     @Test(
-        "MULTI-4: a provider's first token that comes before storage knows the provider (a reload adds it, or gives it a new identity) is written once the new layout is in force; one it never expects is not"
+        "MULTI-4: a first token that comes before storage knows its provider (a reload adds it) is written once the new layout is in force; an old identity's, or a stopped provider's, never"
     )
     func MULTI4_firstTokenBeforeTheLayout() throws {
         let directory = NSTemporaryDirectory() + "waf-ledger-\(UUID().uuidString.prefix(8))"
@@ -27,42 +27,36 @@ struct StorageLedgerTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let main = WAFTokenIdentity(tokenServiceBaseURL: "https://a.example/x/", domainName: "example.com")
         let pay = WAFTokenIdentity(tokenServiceBaseURL: "https://b.example/y/", domainName: "pay.example.com")
-        let other = WAFTokenIdentity(tokenServiceBaseURL: "https://c.example/z/", domainName: "pay.example.com")
+        let other = WAFTokenIdentity(tokenServiceBaseURL: "https://c.example/z/", domainName: "example.com")
         let file = { (name: String) in directory + "/" + name + ".token" }
-        let before = StorageLayout(providers: ["default": .init(identity: main, tokenFile: file("default"))])
-        let storage = TokenPersistence(layout: before, logger: Self.quiet)
+        let layout = { (entries: [(String, WAFTokenIdentity)]) in
+            StorageLayout(
+                providers: Dictionary(uniqueKeysWithValues: entries.map { ($0.0, StorageLayout.Target(identity: $0.1, tokenFile: file($0.0))) }))
+        }
+        let storage = TokenPersistence(layout: layout([("default", main)]), logger: Self.quiet)
         storage.persist(Self.record("T-main", main), of: "default")
         storage.flush()
         #expect(Self.read(file("default")) == "T-main")
-        // The reload adds pay and changes default's identity; both report before the layout changes.
+        // A reload adds pay, whose provider reports before the layout changes.
         storage.persist(Self.record("T-pay", pay), of: "pay")
-        storage.persist(Self.record("T-main-2", other), of: "default")
         storage.flush()
         #expect(Self.read(file("pay")) == nil, "not before storage knows pay")
-        #expect(Self.read(file("default")) == "T-main", "not before storage knows default's new identity")
-        storage.configure(
-            StorageLayout(providers: [
-                "default": .init(identity: other, tokenFile: file("default")), "pay": .init(identity: pay, tokenFile: file("pay")),
-            ])
-        )
+        storage.configure(layout([("default", main), ("pay", pay)]))
         storage.flush()
         #expect(Self.read(file("pay")) == "T-pay", "pay's first token, once storage expects pay")
-        #expect(Self.read(file("default")) == "T-main-2", "default's first token of its new identity")
-        // A record storage never expects (a reload that was refused had added this provider) is
-        // forgotten at the next layout, never written.
-        storage.persist(Self.record("T-gone", main), of: "gone")
-        storage.configure(
-            StorageLayout(providers: [
-                "default": .init(identity: other, tokenFile: file("default")), "pay": .init(identity: pay, tokenFile: file("pay")),
-            ])
-        )
-        storage.configure(
-            StorageLayout(
-                providers: [
-                    "default": .init(identity: other, tokenFile: file("default")), "pay": .init(identity: pay, tokenFile: file("pay")),
-                    "gone": .init(identity: main, tokenFile: file("gone")),
-                ]))
+        // default switches to another identity and back: a record of its old identity that came
+        // in between is dropped, never held for the switch back.
+        storage.configure(layout([("default", other), ("pay", pay)]))
+        storage.persist(Self.record("T-stale", main), of: "default")
+        storage.configure(layout([("default", main), ("pay", pay)]))
         storage.flush()
-        #expect(Self.read(file("gone")) == nil, "a record from before the layout before last is never written")
+        #expect(Self.read(file("default")) == nil, "an old identity's token is never written back")
+        // A provider a refused reload added, which reported and stopped: forgotten, never written
+        // when a later reload adds its name.
+        storage.persist(Self.record("T-gone", main), of: "gone")
+        storage.forget("gone")
+        storage.configure(layout([("default", main), ("pay", pay), ("gone", main)]))
+        storage.flush()
+        #expect(Self.read(file("gone")) == nil, "a stopped provider's token is never written")
     }
 }

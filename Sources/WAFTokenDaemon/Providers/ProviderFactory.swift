@@ -67,6 +67,7 @@ struct ProviderFactory: Sendable {
     /// (Its files go when storage is told the new layout.)
     func retire(_ entry: ProviderEntry, proxy: ProxyController?) async {
         entry.provider.shutdown()
+        parts.persistence.forget(entry.name)
         await proxy?.stop()
     }
 

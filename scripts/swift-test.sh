@@ -19,6 +19,11 @@ trap 'pkill -KILL -s "$session" 2>/dev/null; [ -n "$watchdog" ] && kill "$watchd
 # printed "failed to suspend thread" for 15 minutes and would have held CI to its own limit.
 # Each test has its own bound below this (WAFTestTraits); this one catches what none of them can.
 deadline=${WAF_TEST_DEADLINE_SEC:-900}
+if ! [[ $deadline =~ ^[0-9]+$ ]]; then
+    echo "swift-test.sh: WAF_TEST_DEADLINE_SEC=$deadline is not a whole number of seconds" >&2
+    pkill -KILL -s "$session" 2>/dev/null
+    exit 2
+fi
 # The sleep holds none of this script's output: a caller reading it to its end (`$(…)`, a pipe)
 # must not wait for the sleep once the run is over.
 (

@@ -29,9 +29,16 @@ struct SocketActivationTests {
             ], output: stderr)
         #expect(await eventually { FileManager.default.fileExists(atPath: socket) })
 
-        // The first connection starts the daemon on the socket systemd-socket-activate holds.
-        let first = try await curl(socket, "/v1/token?wait=10")
-        #expect(first.code == 200)
+        // The first connection starts the daemon on the socket systemd-socket-activate holds. Its
+        // path exists from bind on, a moment before it listens: a connection refused then is tried
+        // again (curl's code 0), within 10 s.
+        var first = try await curl(socket, "/v1/token?wait=10")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while first.code == 0, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            first = try await curl(socket, "/v1/token?wait=10")
+        }
+        #expect(first.code == 200, "\(first.body)")
         #expect(json(first.body)?["value"]?.string?.isEmpty == false)
         #expect(try await curl(socket, "/v1/status").code == 200)
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))

@@ -15,5 +15,14 @@ for file in $(grep -rl --include='*.swift' '@Test' Tests); do
         status=1
     fi
 done
+# Every test thread starts through startThread (WAFTestTraits/OwnThread.swift), which lets go of
+# what its body captured before the thread ends: a provider released by a thread-exit destructor
+# corrupted the heap (docs/development.md, "The heap corruption of issue 36").
+while IFS= read -r line; do
+    echo "a thread started without startThread: $line" >&2
+    status=1
+done < <(grep -rnE --include='*.swift' 'Thread\.detachNewThread|(^|[^A-Za-z])Thread *\{|(^|[^A-Za-z])Thread\(block' Sources Tests \
+    | grep -v '^Sources/WAFTestTraits/OwnThread.swift:' \
+    | grep -v '^Sources/WAFTestTraits/PoolWatcher.swift:.*let thread = Thread { \[self\] in' || true)
 [ $status -eq 0 ] && echo "suites: $(grep -rh --include='*.swift' '@Suite(' Tests | wc -l) with .offPool"
 exit $status

@@ -1,4 +1,5 @@
 import Foundation
+import WAFTestTraits
 
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +47,7 @@ public final class NotifySocket: @unchecked Sendable {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) }
         }
         guard result == 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
-        Thread.detachNewThread { [self] in receive() }
+        startThread { [self] in receive() }
     }
 
     deinit {

@@ -53,7 +53,7 @@ final class TestThreads: @unchecked Sendable {
         if !start { condition.signal() }
         condition.unlock()
         if start {
-            Thread.detachNewThread { [self] in work() }
+            startThread { [self] in work() }
         }
     }
 

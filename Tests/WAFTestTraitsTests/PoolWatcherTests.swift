@@ -63,7 +63,7 @@ struct PoolWatcherTests {
                 release.wait()
             }
         }
-        let all = await onThread {
+        let all = await onOwnThread {
             (0..<count).allSatisfy { _ in started.wait(timeout: .now() + 10) == .success }
         }
         for _ in 0..<count { release.signal() }
@@ -89,12 +89,5 @@ struct PoolWatcherTests {
                 }
             }
         }
-    }
-}
-
-/// Waits on a thread of its own, so that the test's own waiting depends on nothing it measures.
-private func onThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: body()) }
     }
 }

@@ -146,7 +146,7 @@ struct GettingATokenTests {
             let group = DispatchGroup()
             for _ in 0..<64 {
                 group.enter()
-                Thread.detachNewThread {
+                startThread {
                     let token = provider.getToken()
                     results.withLockedValue { $0.append(token?.value) }
                     group.leave()

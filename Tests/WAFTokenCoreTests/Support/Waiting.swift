@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import WAFTestTraits
 import WAFTokenCoreTestKit
 
 // Every wait in these tests has a deadline: a test that would hang fails instead, with a message.
@@ -9,7 +10,7 @@ import WAFTokenCoreTestKit
 func blocking<T: Sendable>(_ harness: Harness, _ body: @escaping @Sendable () -> T) -> T? {
     let result = NIOLockedValueBox<T?>(nil)
     let done = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
+    startThread {
         let value = body()
         result.withLockedValue { $0 = value }
         done.signal()
@@ -23,14 +24,6 @@ func blocking<T: Sendable>(_ harness: Harness, _ body: @escaping @Sendable () ->
         }
     }
     return result.value
-}
-
-/// Runs blocking test code on a thread of its own and awaits its result, so that the concurrency
-/// pool stays free for the provider's fetches (a 2-core machine has only 2 pool threads).
-func onOwnThread<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-    await withCheckedContinuation { continuation in
-        Thread.detachNewThread { continuation.resume(returning: body()) }
-    }
 }
 
 /// Waits in real time, bounded, until `condition` holds; for tests on real threads.

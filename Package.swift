@@ -329,6 +329,7 @@ let package = Package(
             dependencies: [
                 "WAFTestTraits",
                 "WAFTokenDaemon", "WAFTokenCore", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "WAFDaemonClient", "WAFTestSupport",
+                "WAFDaemonTransport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
             ] + nio,

@@ -43,7 +43,7 @@ enum ProxyRules {
     /// it, the body's framing, `Via`.
     /// Where the upstream gets a client's request: the client's path with its dot-segments removed
     /// (`RequestPath`), below the upstream URL's base path; or the 400 that refuses it.
-    static func upstreamTarget(for head: HTTPHead, upstream: UpstreamTarget) -> Result<String, HTTPRefusal> {
+    static func upstreamTarget(for head: HTTPHead, upstream: UpstreamTarget) -> Result<String, DaemonError> {
         RequestPath.normalized(UpstreamTarget.originForm(head.target)).map { upstream.basePath + $0 }.mapError { .malformed($0.reason) }
     }
 

@@ -221,7 +221,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     }
 
     /// Answers an error in front of everything else (nothing is being answered then) and closes.
-    private func reject(_ refusal: HTTPRefusal, _ context: ChannelHandlerContext) {
+    private func reject(_ refusal: DaemonError, _ context: ChannelHandlerContext) {
         timeout.cancel()
         held = nil
         phase = .serving

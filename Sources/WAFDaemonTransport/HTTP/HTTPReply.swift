@@ -34,21 +34,27 @@ package struct HTTPReply: Sendable {
         return HTTPReply(status: status, headers: [("Content-Type", "application/json")] + headers, body: body)
     }
 
-    package static func error(_ status: HTTPResponseStatus, _ code: String, _ message: String, headers: [(String, String)] = []) -> HTTPReply {
-        json(status, ["error": code, "message": message], headers: headers)
-    }
-
     package static func text(_ status: HTTPResponseStatus, _ text: String, contentType: String = "text/plain; charset=utf-8") -> HTTPReply {
         HTTPReply(status: status, headers: [("Content-Type", contentType)], body: Array(text.utf8))
+    }
+
+    /// Every field of the answer's head: its own, then those every answer of the daemon carries.
+    /// The one list both writers below take, so that no listener forgets one (`no-store`: a token
+    /// or an error must not be cached on the way).
+    package func fields(keepAlive: Bool, date: String = HTTPReply.date()) -> [(String, String)] {
+        headers + [("Content-Length", "\(body.count)"), ("Date", date), ("Cache-Control", "no-store")] + (keepAlive ? [] : [("Connection", "close")])
+    }
+
+    /// The head for a writer above NIO's HTTP codec (the socket API's routes, its protocol errors).
+    package func head(version: HTTPVersion = .http1_1, keepAlive: Bool) -> HTTPResponseHead {
+        HTTPResponseHead(version: version, status: status, headers: HTTPHeaders(fields(keepAlive: keepAlive)))
     }
 
     /// The whole response as bytes, for writers below an HTTP codec (the fast path, the proxy, 408s).
     package func encoded(keepAlive: Bool, date: String = HTTPReply.date(), headOnly: Bool = false, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: body.count + 256)
         buffer.writeString("HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n")
-        for (name, value) in headers { buffer.writeString("\(name): \(value)\r\n") }
-        buffer.writeString("Content-Length: \(body.count)\r\nDate: \(date)\r\nCache-Control: no-store\r\n")
-        if !keepAlive { buffer.writeString("Connection: close\r\n") }
+        for (name, value) in fields(keepAlive: keepAlive, date: date) { buffer.writeString("\(name): \(value)\r\n") }
         buffer.writeString("\r\n")
         if !headOnly { buffer.writeBytes(body) }
         return buffer

@@ -39,19 +39,8 @@ final class ProtocolErrorHandler: ChannelDuplexHandler, RemovableChannelHandler 
         }
         if !responseInProgress && !answered {
             answered = true
-            let refusal: HTTPRefusal =
-                switch parserError {
-                case .headerOverflow: .headTooLarge
-                case .invalidVersion where tap.sawVersionWithBareLineFeed: .bareLineFeed
-                case .invalidVersion: .unsupportedVersion
-                default: .malformed("\(parserError)")
-                }
-            let response = refusal.reply
-            var headers = HTTPHeaders(response.headers)
-            headers.add(name: "Content-Length", value: String(response.body.count))
-            headers.add(name: "Connection", value: "close")
-            headers.add(name: "Date", value: HTTPReply.date())
-            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: response.status, headers: headers))), promise: nil)
+            let response = DaemonError(parserError, sawVersionWithBareLineFeed: tap.sawVersionWithBareLineFeed).reply
+            context.write(wrapOutboundOut(.head(response.head(keepAlive: false))), promise: nil)
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
             metrics.countRequests(endpoint: "-", status: response.status.code)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }

@@ -24,7 +24,7 @@ final class APIHandler: ChannelInboundHandler {
     /// A request that waits is answered this long before the stop's deadline, so that the answer
     /// is out before the connection is closed.
     static let stopMargin = TimeAmount.milliseconds(250)
-    static let stopping = HTTPReply.error(.serviceUnavailable, "shuttingDown", "the daemon is stopping", headers: [("Retry-After", "1")])
+    static let stopping = DaemonError.stopping.reply
 
     let api: APIContext
     let connection: ConnectionState
@@ -109,25 +109,24 @@ final class APIHandler: ChannelInboundHandler {
     private func bodyTimedOut(_ context: ChannelHandlerContext) {
         guard let head else { return }
         self.head = nil
-        respond(context, head, HTTPRefusal.timedOut.reply, endpoint: "-", close: true)
+        respond(context, head, DaemonError.timedOut.reply, endpoint: "-", close: true)
     }
 
     // MARK: Routing
 
     private func route(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
         func answer(_ response: HTTPReply, _ endpoint: String) { respond(context, head, response, endpoint: endpoint) }
-        guard head.version.major == 1 else { return answer(HTTPRefusal.unsupportedVersion.reply, "-") }
-        guard Self.headBytes(head) <= HTTPLimits.maximumHeadBytes else { return answer(HTTPRefusal.headTooLarge.reply, "-") }
+        guard head.version.major == 1 else { return answer(DaemonError.unsupportedVersion.reply, "-") }
+        guard Self.headBytes(head) <= HTTPLimits.maximumHeadBytes else { return answer(DaemonError.headTooLarge.reply, "-") }
         guard api.allows(connection) else {
             // Refused, and closed: a refused peer keeps nothing open here (TENANT-6).
-            let refusal = HTTPReply.error(.forbidden, "forbidden", "this user may not use the socket (socket.allowedUsers, socket.allowedGroups)")
-            return respond(context, head, refusal, endpoint: "-", close: true)
+            return respond(context, head, DaemonError.socketForbidden.reply, endpoint: "-", close: true)
         }
         if bodyTooLarge {
-            return answer(.error(.payloadTooLarge, "payloadTooLarge", "request bodies are limited to \(Self.maximumBodyBytes) bytes"), "-")
+            return answer(DaemonError.bodyTooLarge(limit: Self.maximumBodyBytes).reply, "-")
         }
         guard let target = RequestTarget(head.uri) else {
-            return answer(.error(.badRequest, "badRequest", "the request target is not a path with a well-formed query"), "-")
+            return answer(DaemonError.badTarget.reply, "-")
         }
         let query = target.query
         let routes: [String: ([HTTPMethod], () -> Void)] = [
@@ -144,11 +143,11 @@ final class APIHandler: ChannelInboundHandler {
             "/metrics": ([.GET, .HEAD], { self.metrics(context, head) }),
         ]
         guard api.role.serves(target.path), let (methods, handle) = routes[target.path] else {
-            return answer(.error(.notFound, "notFound", "no such endpoint: \(target.path.prefix(200))"), "-")
+            return answer(DaemonError.noSuchEndpoint(path: target.path).reply, "-")
         }
         guard methods.contains(head.method) else {
             let allow = methods.map(\.rawValue).joined(separator: ", ")
-            return answer(.error(.methodNotAllowed, "methodNotAllowed", "\(target.path) allows \(allow)", headers: [("Allow", allow)]), target.path)
+            return answer(DaemonError.methodNotAllowed(path: target.path, allow: allow).reply, target.path)
         }
         handle()
     }
@@ -178,13 +177,8 @@ final class APIHandler: ChannelInboundHandler {
         pendingWait = nil
         guard context.channel.isActive else { return }
         let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
-        var headers = HTTPHeaders(response.headers)
-        headers.add(name: "Content-Length", value: String(response.body.count))
-        headers.add(name: "Date", value: HTTPReply.date())
-        headers.add(name: "Cache-Control", value: "no-store")
-        if !keepAlive { headers.add(name: "Connection", value: "close") }
         let version = HTTPVersion(major: 1, minor: head.version.minor == 0 ? 0 : 1)
-        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: response.status, headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.head(response.head(version: version, keepAlive: keepAlive))), promise: nil)
         if head.method != .HEAD, !response.body.isEmpty {
             context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: response.body)))), promise: nil)
         }

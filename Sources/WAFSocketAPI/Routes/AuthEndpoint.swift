@@ -20,7 +20,7 @@ extension APIHandler {
         let forwarded: ForwardedRequest
         switch ForwardedRequest.read({ head.headers[$0] }, selectByHost: api.endpointOptions.selectByForwardedHost) {
         case .success(let read): forwarded = read
-        case .failure(let refusal): return respond(context, head, HTTPReply.error(.badRequest, "badRequest", refusal.message), endpoint: "/v1/auth")
+        case .failure(let refusal): return respond(context, head, DaemonError.badForwardedHeaders(refusal.message).reply, endpoint: "/v1/auth")
         }
         var selection = query
         if query["provider"] == nil, query["domain"] == nil, let host = forwarded.host,
@@ -36,8 +36,7 @@ extension APIHandler {
             return respond(context, head, Self.authReply(cached.token, entry: entry, uri: original, cookies: cookies), endpoint: "/v1/auth")
         }
         let wait = api.endpointOptions.authTokenWait
-        let unavailable = HTTPReply.error(
-            .serviceUnavailable, "noToken", "no token within auth.tokenWaitSec; the provider goes on trying", headers: [("Retry-After", "1")])
+        let unavailable = DaemonError.noTokenWithinAuthWait.reply
         guard wait > .zero else { return respond(context, head, unavailable, endpoint: "/v1/auth") }
         let reply = answerLater(context, head, endpoint: "/v1/auth", timeout: wait, onTimeout: unavailable)
         pendingWait = entry.provider.onTokenReady { _, _ in

@@ -16,20 +16,20 @@ extension APIHandler {
         let path = query["path"] ?? "/"
         func answer(_ response: HTTPReply) { respond(context, head, response, endpoint: "/v1/cookie") }
         guard path.hasPrefix("/") else {
-            return answer(.error(.badRequest, "badRequest", "path must start with /, not \(path.prefix(80).debugDescription)"))
+            return answer(DaemonError.badCookiePath(path).reply)
         }
         guard let entry = provider(for: query, context, head, endpoint: "/v1/cookie") else { return }
         let manager = entry.provider.cookieManager
         let settings = manager.settings
         guard settings.setTokenCookie else {
-            return answer(.error(.notFound, "noCookie", "the token cookie is off (setTokenCookie: false)"))
+            return answer(DaemonError.cookieOff.reply)
         }
         // The cookie of the token the peer may have now: none while a reload switches the identity.
         guard let cookie = manager.currentCookie, cookie.value == entry.token(for: connection.peer)?.token.value else {
             return answer(TokenResponseCache.noToken)
         }
         guard cookie.applies(toPath: path) else {
-            return answer(.error(.notFound, "noCookie", "no cookie applies to \(path.prefix(200)) (tokenCookiePath is \(settings.path))"))
+            return answer(DaemonError.noCookie(path: path, cookiePath: settings.path).reply)
         }
         if AcceptNegotiation.prefersJSON(Self.accept(head)) {
             answer(.json(.ok, CookieBody(cookie)))

@@ -54,20 +54,13 @@ extension APIHandler {
         if text.hasPrefix("{"), let state = JSONValue.parse(Array(text.utf8))?["state"]?.string { text = state }
         text = text.trimmingQuotes
         guard let state = WAFLifecycleState(rawValue: text) else {
-            return respond(
-                context, head, .error(.badRequest, "badRequest", "the body must be foreground, background or closed"), endpoint: "/v1/lifecycle")
+            return respond(context, head, DaemonError.badLifecycle.reply, endpoint: "/v1/lifecycle")
         }
         let entries = api.providers.all
         // It moves every tenant's provider: a peer allowed for them all, or named in
         // lifecycle.allowedUsers/allowedGroups, and nobody else (TENANT-5).
         guard entries.allSatisfy({ $0.allows(connection.peer) }) || api.lifecycleAccess?.allows(connection.peer) == true else {
-            return respond(
-                context, head,
-                .error(
-                    .forbidden, "forbidden",
-                    "the lifecycle moves every provider: this user must be allowed for all of them, or be in lifecycle.allowedUsers or lifecycle.allowedGroups"
-                ),
-                endpoint: "/v1/lifecycle", close: true)
+            return respond(context, head, DaemonError.lifecycleForbidden.reply, endpoint: "/v1/lifecycle", close: true)
         }
         let reply = answerLater(context, head, endpoint: "/v1/lifecycle")
         api.logger.info("lifecycle set over the socket", metadata: ["state": "\(state.rawValue)", "uid": "\(connection.peer?.uid ?? .max)"])
@@ -81,7 +74,7 @@ extension APIHandler {
     func health(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
         let reply = answerLater(
             context, head, endpoint: "/healthz", timeout: .seconds(2),
-            onTimeout: .error(.serviceUnavailable, "unresponsive", "a provider did not answer within 2 s"))
+            onTimeout: DaemonError.unresponsive.reply)
         let entries = api.providers.all
         let answers = Countdown<Void>(entries.count) { _ in reply(.json(.ok, ["status": "ok"])) }
         for entry in entries { entry.provider.ping { answers.arrived(()) } }
@@ -105,10 +98,7 @@ extension APIHandler {
         let response: HTTPReply =
             unready.isEmpty
             ? .json(.ok, ["ready": true])
-            : .error(
-                .serviceUnavailable, "notReady",
-                "no fresh token is cached, or the canary finds it refused"
-                    + (entries.count > 1 && !named.isEmpty ? " for \(named.joined(separator: ", "))" : ""))
+            : DaemonError.notReady(named: entries.count > 1 ? named : []).reply
         respond(context, head, response, endpoint: "/readyz")
     }
 

@@ -60,7 +60,7 @@ extension APIHandler {
         // one), else the provider's next.
         if let failure {
             let seconds = max(1, retryAfter.components.seconds + (retryAfter.components.attoseconds > 0 ? 1 : 0))
-            return reply(.error(.serviceUnavailable, failure.name, failure.description, headers: [("Retry-After", "\(seconds)")]))
+            return reply(DaemonError.fetchFailed(name: failure.name, description: failure.description, retryAfter: Int(seconds)).reply)
         }
         if let cached = entry.token(for: peer) { return reply(Self.tokenResponse(cached, plainText: plainText)) }
         pendingWait = entry.provider.onTokenReady(answer)
@@ -73,12 +73,10 @@ extension APIHandler {
         if token != nil {
             if let cached = entry.token(for: peer) { return tokenResponse(cached, plainText: plainText) }
             if !entry.allows(peer) { return HTTPReply(.forbidden(named: nil)) }
-            return .error(
-                .serviceUnavailable, "identityChanged", "the provider's identity changed while this request waited; ask again",
-                headers: [("Retry-After", "1")])
+            return DaemonError.identityChanged.reply
         }
         let error = error ?? .unexpected(WAFProviderShutDownError())
-        return .error(.serviceUnavailable, error.name, error.description, headers: [("Retry-After", "1")])
+        return DaemonError.fetchFailed(name: error.name, description: error.description, retryAfter: 1).reply
     }
 
     static func tokenResponse(_ cached: (token: WAFToken, age: Duration, stale: Bool), plainText: Bool) -> HTTPReply {
@@ -86,13 +84,11 @@ extension APIHandler {
     }
 
     static func timedOut(_ wait: String) -> HTTPReply {
-        .error(.gatewayTimeout, "timeout", "no token within \(wait) s; the provider goes on trying")
+        DaemonError.waitTimedOut(wait: wait).reply
     }
 
     static func badWait(_ text: String) -> HTTPReply {
-        .error(
-            .badRequest, "badRequest",
-            "wait must be a number of seconds above 0 and at most \(Int(maximumWait)), not \(text.prefix(40).debugDescription)")
+        DaemonError.badWait(text, maximum: Int(maximumWait)).reply
     }
 
     static func seconds(_ text: String) -> TimeAmount? {

@@ -44,7 +44,5 @@ final class TokenResponseCache {
         return true
     }
 
-    static let noToken = HTTPReply.error(
-        .serviceUnavailable, "noToken", "no token is cached yet; retry shortly or ask with ?wait=SECONDS",
-        headers: [("Retry-After", "1")])
+    static let noToken = DaemonError.noToken.reply
 }

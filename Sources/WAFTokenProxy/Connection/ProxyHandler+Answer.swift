@@ -85,25 +85,17 @@ extension ProxyHandler {
             "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)\(detail)",
             metadata: ["upstream": "\(exchange.route.settings.upstream.url)"], logger: proxy.logger)
         switch kind {
-        case .timeout:
-            answerError(
-                .gatewayTimeout, "upstreamTimeout",
-                "the upstream did not answer within \(exchange.route.settings.upstreamTimeout.components.seconds) s")
-        case .closed:
-            answerError(.badGateway, "upstreamClosed", "the upstream closed the connection before answering")
-        case .unreachable:
-            answerError(.badGateway, "upstreamUnreachable", "cannot reach the upstream \(exchange.route.settings.upstream.url)")
+        case .timeout: answerError(.upstreamTimedOut(seconds: exchange.route.settings.upstreamTimeout.components.seconds))
+        case .closed: answerError(.upstreamClosed)
+        case .unreachable: answerError(.upstreamUnreachable(url: "\(exchange.route.settings.upstream.url)"))
         }
     }
 
     // MARK: Answering
 
-    /// An answer of the proxy's own (an error), as JSON `{"error","message"}`.
-    func answerError(_ status: HTTPResponseStatus, _ code: String, _ message: String) {
-        answerError(.error(status, code, message))
-    }
-
-    func answerError(_ reply: HTTPReply) {
+    /// An answer of the proxy's own: an error of the catalog.
+    func answerError(_ error: DaemonError) {
+        let reply = error.reply
         guard let context else { return }
         if let exchange, exchange.upstream != nil {
             exchange.dropUpstream()

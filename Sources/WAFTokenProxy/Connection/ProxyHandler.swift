@@ -114,15 +114,15 @@ final class ProxyHandler: ChannelDuplexHandler {
         // peer in under the old lists and send it on the new identity's route.
         let route = proxy.route
         guard stillAllowed(under: route) else {
-            return refuse(.forbidden, "forbidden", "this user may not use the proxy (proxy.allowedUsers, proxy.allowedGroups)")
+            return refuse(.proxyForbidden)
         }
         if head.first.count == 7, head.equals(head.first, lowercase: "connect") {
-            return refuse(.methodNotAllowed, "methodNotAllowed", "the proxy forwards to its one upstream; CONNECT is not supported")
+            return refuse(.connectNotSupported)
         }
         let target: String
         switch ProxyRules.upstreamTarget(for: head, upstream: route.settings.upstream) {
         case .success(let normalized): target = normalized
-        case .failure(let refusal): return refuse(refusal.reply)
+        case .failure(let refusal): return refuse(refusal)
         }
         let replayLimit = route.settings.replayBufferBytes
         exchange = ProxyExchange(
@@ -232,24 +232,13 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// An error answered in place of a request whose bytes cannot be trusted to end where they
     /// seem to: the connection closes after it.
     private func refuse(_ failure: any Error) {
-        let refusal: HTTPRefusal =
-            switch failure as? HTTPHeadParser.Failure {
-            case .tooLarge: .headTooLarge
-            case .unsupportedVersion: .unsupportedVersion
-            case .malformed(let why): .malformed(why)
-            case nil: .malformed("\(failure)")
-            }
-        refuse(refusal.reply)
+        refuse(failure as? DaemonError ?? (failure as? HTTPHeadParser.Failure).map(DaemonError.init) ?? .malformed("\(failure)"))
     }
 
-    private func refuse(_ status: HTTPResponseStatus, _ code: String, _ message: String) {
-        refuse(.error(status, code, message))
-    }
-
-    private func refuse(_ reply: HTTPReply) {
+    private func refuse(_ error: DaemonError) {
         machine.refuse()
         received = nil
-        answerError(reply)
+        answerError(error)
     }
 
     // MARK: Backpressure

@@ -1,0 +1,15 @@
+import WAFDaemonTransport
+import WAFHTTPWire
+
+extension DaemonError {
+    /// What the proxy's own head parser could not read, in the catalog's words (the socket API's
+    /// codec has its mapping beside the catalog).
+    init(_ failure: HTTPHeadParser.Failure) {
+        self =
+            switch failure {
+            case .tooLarge: .headTooLarge
+            case .unsupportedVersion: .unsupportedVersion
+            case .malformed(let why): .malformed(why)
+            }
+    }
+}

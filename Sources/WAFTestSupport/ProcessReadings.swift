@@ -4,7 +4,7 @@ import Foundation
 public enum ProcessReadings {
     /// Resident set size in KiB, nil when the process is gone.
     public static func residentKiB(_ pid: Int32) -> Int? {
-        guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8) else { return nil }
+        guard let status = procFile("/proc/\(pid)/status") else { return nil }
         let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") }
         return line.flatMap { Int($0.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") }
     }
@@ -14,7 +14,7 @@ public enum ProcessReadings {
     public static func threadStatuses(_ pid: Int32) -> [(tid: String, lines: [Substring])] {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         return tasks.compactMap { tid in
-            guard let status = try? String(contentsOfFile: "/proc/\(pid)/task/\(tid)/status", encoding: .utf8) else { return nil }
+            guard let status = procFile("/proc/\(pid)/task/\(tid)/status") else { return nil }
             return (tid, status.split(separator: "\n"))
         }
     }
@@ -35,7 +35,7 @@ public enum ProcessReadings {
 
     /// CPU time used so far (user and system, every thread), from /proc/PID/stat.
     public static func cpuTime(_ pid: Int32) -> Duration? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+        guard let stat = procFile("/proc/\(pid)/stat"),
             let end = stat.lastIndex(of: ")")
         else { return nil }
         // After the command's closing parenthesis: state is field 3, utime 14 and stime 15.
@@ -90,14 +90,14 @@ public final class MemoryLimit: @unchecked Sendable {
     /// How often the kernel killed a process of the group for memory.
     public var oomKills: Int {
         let file = unified ? "memory.events" : "memory.oom_control"
-        let text = (try? String(contentsOfFile: "\(path)/\(file)", encoding: .utf8)) ?? ""
+        let text = procFile("\(path)/\(file)") ?? ""
         return text.split(separator: "\n").first { $0.hasPrefix("oom_kill ") }.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 
     /// The most the group used, in bytes (v1 only keeps it; v2 from 5.19 on).
     public var peakBytes: Int? {
         let file = unified ? "memory.peak" : "memory.max_usage_in_bytes"
-        return (try? String(contentsOfFile: "\(path)/\(file)", encoding: .utf8)).flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        return procFile("\(path)/\(file)").flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
     }
 
     deinit {

@@ -31,9 +31,14 @@ struct ErrorCatalogTests {
         private let kinds = NIOLockedValueBox<Set<DaemonError.Kind>>([])
         var reached: Set<DaemonError.Kind> { kinds.withLockedValue { $0 } }
 
-        /// Checks `answer` (curl -i's text, or a raw socket's) against `error`; `exact`: the message
-        /// and header values too (false where they name a time or an SdkError's words).
-        func check(_ error: DaemonError, _ answer: (code: Int, text: String), exact: Bool = true, _ what: String) {
+        /// Checks `answer` (curl -i's text, or a raw socket's) against `error`: status, code,
+        /// `Cache-Control: no-store`, `Connection: close` when `closes`; `exact`: the message and
+        /// header values too, else the message must start with `prefix` (where it carries words of
+        /// NIO's, a time, or a URL).
+        func check(
+            _ error: DaemonError, _ answer: (code: Int, text: String), exact: Bool = true, prefix: String = "", closes: Bool = false,
+            _ what: String
+        ) {
             let expected = error.reply
             let parts = answer.text.components(separatedBy: "\r\n\r\n")
             let head = parts.first(where: { $0.hasPrefix("HTTP/1.1 \(answer.code)") }) ?? ""
@@ -42,6 +47,9 @@ struct ErrorCatalogTests {
             let wanted = json(String(decoding: expected.body, as: UTF8.self))
             var good = answer.code == Int(expected.status.code) && value?["error"]?.string == error.code
             if exact { good = good && value?["message"]?.string == wanted?["message"]?.string }
+            if !exact { good = good && value?["message"]?.string?.hasPrefix(prefix) == true }
+            let lines = head.split(separator: "\r\n").map { $0.lowercased() }
+            good = good && lines.contains("cache-control: no-store") && (!closes || lines.contains("connection: close"))
             for (name, field) in expected.headers where name != "Content-Type" {
                 let line = head.split(separator: "\r\n").first { $0.lowercased().hasPrefix(name.lowercased() + ":") }
                 good = good && line != nil && (!exact || line.map { $0.hasSuffix(" " + field) } == true)
@@ -59,6 +67,14 @@ struct ErrorCatalogTests {
         try await Self.stalledService(walk)
         let missing = Set(DaemonError.Kind.allCases).subtracting(walk.reached).subtracting(Self.reachedElsewhere.keys)
         #expect(missing.isEmpty, "no request reaches: \(missing.map(\.rawValue).sorted())")
+        // The tests named for the rest exist.
+        let elsewhere = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("WAFSocketAPITests/ErrorAnswersTests.swift")
+        let source = try String(contentsOf: elsewhere, encoding: .utf8)
+        for (kind, test) in Self.reachedElsewhere {
+            let name = test.split(separator: "\"").dropFirst().first.map(String.init) ?? test
+            #expect(source.contains("@Test(\"\(name)\")") && source.contains("\"error\":\"\(kind.rawValue)\""), "\(kind): \(test)")
+        }
     }
 
     /// `curl -i` over a Unix socket, as `uid` (root unless given): the answer's code and its text.

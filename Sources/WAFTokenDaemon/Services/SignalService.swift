@@ -10,9 +10,13 @@ import Glibc
 
 /// SIGUSR1 (foreground), SIGUSR2 (background; again: closed) for every provider (one app, one
 /// lifecycle), and SIGHUP (reload), through
-/// `DispatchSourceSignal`s on a queue of their own. The sources are armed when it is made, which
-/// the runtime does before the socket serves: a signal sent as soon as a client can see the daemon
-/// (its socket answers, READY=1) is handled, never dropped by the ignore of `ignoreDefaultActions`.
+/// `DispatchSourceSignal`s on a queue of their own. The sources are armed, and their arming is
+/// waited for, when it is made, which the runtime does before the socket serves: a signal sent as
+/// soon as a client can see the daemon (its socket answers, READY=1) is handled, never dropped by
+/// the ignore of `ignoreDefaultActions`.
+///
+/// Not swift-service-lifecycle's `UnixSignalsSequence`: it yields one element per delivery and
+/// drops the source's count, and two SIGUSR2 that arrive together must mean closed, not background.
 final class SignalService: Service, @unchecked Sendable {
     /// Signals the daemon handles itself. Their default action kills the process, so they are
     /// ignored as the very first thing the daemon does, before any can arrive unhandled.
@@ -33,6 +37,9 @@ final class SignalService: Service, @unchecked Sendable {
         self.metrics = metrics
         self.logger = logger
         let queue = DispatchQueue(label: "waf-tokend.signals")
+        // A semaphore, not a group: a source cancelled before it registered never runs its
+        // handler, and a group dropped while entered traps.
+        let registered = DispatchSemaphore(value: 0)
         for signal in Self.handled where signal != SIGHUP || reloadsOnHangUp {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self, source] in
@@ -40,8 +47,15 @@ final class SignalService: Service, @unchecked Sendable {
                 // its handler hold each other until cancelled, in run() or deinit.)
                 self?.received(signal, count: Int(source.data))
             }
+            source.setRegistrationHandler { registered.signal() }
             source.resume()
             sources.append(source)
+        }
+        // `resume` arms a source later, on libdispatch's manager thread; until then the signal is
+        // ignored and lost. Wait for it (the queue is ours and idle, so this takes microseconds).
+        let deadline = DispatchTime.now() + 5
+        if !sources.indices.allSatisfy({ _ in registered.wait(timeout: deadline) == .success }) {
+            logger.warning("signal handlers not armed within 5 s: a signal sent now may be lost")
         }
     }
 

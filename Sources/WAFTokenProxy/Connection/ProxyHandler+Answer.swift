@@ -104,7 +104,9 @@ extension ProxyHandler {
         answerBegins()
         let keepAlive = machine.answerHeadGoes(mayKeep: mayKeepConnection)
         count(reply.status)
-        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepAlive, allocator: context.channel.allocator)), promise: nil)
+        // A HEAD gets the head alone: a body after it would be read as the next answer.
+        let headOnly = exchange?.head.isHead == true
+        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepAlive, headOnly: headOnly, allocator: context.channel.allocator)), promise: nil)
         finish()
     }
 

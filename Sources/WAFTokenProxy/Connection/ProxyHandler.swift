@@ -69,7 +69,10 @@ final class ProxyHandler: ChannelDuplexHandler {
     /// Takes what arrived: the next request's head, the body of the one in progress; requests
     /// that follow one not yet answered wait for its answer.
     func process() {
-        // Re-entered when an answer finishes while a request is being taken: the loop goes on.
+        // Called from channelRead, and from finish() once a kept-alive answer is out (a pipelined
+        // request may go next). Should an answer finish while this loop runs (finish() reached
+        // from inside takeHead or takeBody), the nested call returns here at once, and this loop,
+        // on its next turn, takes what is left: bytes are taken in one place, in order.
         guard !processing else { return }
         processing = true
         defer { processing = false }

@@ -59,8 +59,8 @@ struct DeliveryTests {
             let token = try await daemon.client.tokenReady(wait: .seconds(10)).value
             #expect(await eventually { Self.lines(got).contains(token) }, "the command got the token on stdin")
             let child = try #require(Int32(Self.lines(pid).first ?? ""))
-            let cmdline = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
-            let environ = (try? String(contentsOfFile: "/proc/\(child)/environ", encoding: .utf8)) ?? ""
+            let cmdline = procFile("/proc/\(child)/cmdline") ?? ""
+            let environ = procFile("/proc/\(child)/environ") ?? ""
             #expect(!cmdline.isEmpty && !cmdline.contains(token), "not in its argv")
             #expect(!environ.isEmpty && !environ.contains(token), "not in its environment")
             #expect(environ.contains("WAF_TOKEND_PROVIDER=default"))
@@ -76,9 +76,11 @@ struct DeliveryTests {
         let action = "[{run: [/bin/sleep, '30']}]"
         try await withDaemon(daemon: ["--sinks-on-token", action, "--sinks-on-token-timeout-sec", "60"]) { _, daemon in
             _ = try await daemon.client.tokenReady(wait: .seconds(10))
-            // The hook now sleeps; token reads go on at full rate meanwhile.
+            // The hook now sleeps; token reads go on meanwhile. A read the hook held would wait its
+            // 30 s: the bound is 1 s, far above a loaded machine's p99 (it once exceeded 50 ms
+            // here beside a build) and far below that. The rate itself is a benchmark's (bench-socket).
             let latencies = probeLatencies(socket: daemon.socketPath, count: 2000)
-            #expect(latencies.count == 2000 && quantile(latencies, 0.99) < 0.05, "p99 \(quantile(latencies, 0.99) * 1000) ms")
+            #expect(latencies.count == 2000 && quantile(latencies, 0.99) < 1, "p99 \(quantile(latencies, 0.99) * 1000) ms")
             // And a refresh is not delayed: a new token comes as fast as a fetch.
             let clock = ContinuousClock()
             let started = clock.now

@@ -70,8 +70,8 @@ struct ExecTests {
         let token = String(Self.lines(directory)[0].dropFirst(6))
         let child = try #require(
             Int32((try? String(contentsOfFile: directory.path + "/pid", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? ""))
-        let environ = (try? String(contentsOfFile: "/proc/\(child)/environ", encoding: .utf8)) ?? ""
-        let cmdline = (try? String(contentsOfFile: "/proc/\(child)/cmdline", encoding: .utf8)) ?? ""
+        let environ = procFile("/proc/\(child)/environ") ?? ""
+        let cmdline = procFile("/proc/\(child)/cmdline") ?? ""
         #expect(environ.contains("WAF_TOKEN_FILE=") && !environ.contains(token), "the file's path, never the token, in its environment")
         #expect(!cmdline.isEmpty && !cmdline.contains(token))
         supervisor.signal(SIGHUP)

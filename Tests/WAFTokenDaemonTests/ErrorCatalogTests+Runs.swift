@@ -79,6 +79,9 @@ extension ErrorCatalogTests {
                 .upstreamUnreachable(url: scripted.origin), try await ask(proxy, "/gone"), exact: false,
                 prefix: "cannot reach the upstream http://127.0.0.1:",
                 "an upstream gone")
+            // A proxy's own error to a HEAD is its head alone: a body would be read as the next answer.
+            let head = try raw(proxy, "HEAD /gone HTTP/1.1\r\nHost: x\r\n\r\n", timeout: .seconds(2))
+            #expect(head.code == 502 && !head.text.contains("upstreamUnreachable"), "a HEAD gets the head alone: \(head.text)")
         }
         await silent.stop()
         await scripted.stop()

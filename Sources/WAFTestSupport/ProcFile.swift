@@ -2,10 +2,11 @@
 import Glibc
 #endif
 
-/// The whole of a file under /proc, read to its end. Foundation's `String(contentsOfFile:)`
-/// reads as many bytes as `stat` reports, at least a page, and a /proc file reports 0: it got
-/// the first 4,050 bytes of a 25,050-byte /proc/net/tcp, so a listener past line 27 (a loaded
-/// suite has dozens) was never found, and Traefik "listened on no port" for 60 s.
+/// The whole of a file under /proc, read to its end. Foundation's `String(contentsOfFile:)` reads
+/// a file whose size is 0 (as /proc's are) in 4 KiB reads and stops at the first short one; /proc
+/// hands out whole lines, so the first read of a 25,050-byte /proc/net/tcp gave 4,050 bytes and
+/// it stopped there. A listener past line 27 (a loaded suite has dozens) was never found, and
+/// Traefik "listened on no port" for 60 s.
 public func procFile(_ path: String) -> String? {
     let descriptor = open(path, O_RDONLY | O_CLOEXEC)
     guard descriptor >= 0 else { return nil }

@@ -82,6 +82,9 @@ extension ErrorCatalogTests {
             // A proxy's own error to a HEAD is its head alone: a body would be read as the next answer.
             let head = try raw(proxy, "HEAD /gone HTTP/1.1\r\nHost: x\r\n\r\n", timeout: .seconds(2))
             #expect(head.code == 502 && !head.text.contains("upstreamUnreachable"), "a HEAD gets the head alone: \(head.text)")
+            // Refused before its exchange exists, too.
+            let refused = try raw(proxy, "HEAD /a%2fb HTTP/1.1\r\nHost: x\r\n\r\n", timeout: .seconds(2))
+            #expect(refused.code == 400 && !refused.text.contains("badRequest"), "a HEAD refused gets the head alone: \(refused.text)")
         }
         await silent.stop()
         await scripted.stop()

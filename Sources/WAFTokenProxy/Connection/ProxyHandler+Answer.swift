@@ -93,8 +93,9 @@ extension ProxyHandler {
 
     // MARK: Answering
 
-    /// An answer of the proxy's own: an error of the catalog.
-    func answerError(_ error: DaemonError) {
+    /// An answer of the proxy's own: an error of the catalog. `toHead`: whether it answers a HEAD
+    /// (when not given, the exchange's request says).
+    func answerError(_ error: DaemonError, toHead: Bool? = nil) {
         let reply = error.reply
         guard let context else { return }
         if let exchange, exchange.upstream != nil {
@@ -105,7 +106,7 @@ extension ProxyHandler {
         let keepAlive = machine.answerHeadGoes(mayKeep: mayKeepConnection)
         count(reply.status)
         // A HEAD gets the head alone: a body after it would be read as the next answer.
-        let headOnly = exchange?.head.isHead == true
+        let headOnly = toHead ?? (exchange?.head.isHead == true)
         context.write(wrapOutboundOut(reply.encoded(keepAlive: keepAlive, headOnly: headOnly, allocator: context.channel.allocator)), promise: nil)
         finish()
     }

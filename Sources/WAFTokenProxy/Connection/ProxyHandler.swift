@@ -106,7 +106,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             let head = try HTTPHeadParser.request(bytes.readSlice(length: end)!)
             begin(head, try HTTPFraming.request(head))
         } catch {
-            refuse(error)
+            refuseUnreadable(error)
         }
         return true
     }
@@ -117,15 +117,15 @@ final class ProxyHandler: ChannelDuplexHandler {
         // peer in under the old lists and send it on the new identity's route.
         let route = proxy.route
         guard stillAllowed(under: route) else {
-            return refuse(.proxyForbidden)
+            return refuse(.proxyForbidden, to: head)
         }
         if head.first.count == 7, head.equals(head.first, lowercase: "connect") {
-            return refuse(.connectNotSupported)
+            return refuse(.connectNotSupported, to: head)
         }
         let target: String
         switch ProxyRules.upstreamTarget(for: head, upstream: route.settings.upstream) {
         case .success(let normalized): target = normalized
-        case .failure(let refusal): return refuse(refusal)
+        case .failure(let refusal): return refuse(refusal, to: head)
         }
         let replayLimit = route.settings.replayBufferBytes
         exchange = ProxyExchange(
@@ -178,7 +178,7 @@ final class ProxyHandler: ChannelDuplexHandler {
                 bytes.moveReaderIndex(forwardBy: used)
             } catch {
                 bytes.clear()
-                return machine.requestReachedUpstream ? closeClient() : refuse(error)
+                return machine.requestReachedUpstream ? closeClient() : refuseUnreadable(error)
             }
             exchange.chunks = scanner
             for piece in pieces where self.exchange === exchange { bodyArrived(piece) }
@@ -234,14 +234,15 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     /// An error answered in place of a request whose bytes cannot be trusted to end where they
     /// seem to: the connection closes after it.
-    private func refuse(_ failure: any Error) {
+    private func refuseUnreadable(_ failure: any Error) {
         refuse(failure as? DaemonError ?? (failure as? HTTPHeadParser.Failure).map(DaemonError.init) ?? .malformed("\(failure)"))
     }
 
-    private func refuse(_ error: DaemonError) {
+    /// `head`: the request refused, when it was read (before its exchange exists).
+    private func refuse(_ error: DaemonError, to head: HTTPHead? = nil) {
         machine.refuse()
         received = nil
-        answerError(error)
+        answerError(error, toHead: head?.isHead)
     }
 
     // MARK: Backpressure

@@ -85,6 +85,8 @@ extension ErrorCatalogTests {
             // Refused before its exchange exists, too.
             let refused = try raw(proxy, "HEAD /a%2fb HTTP/1.1\r\nHost: x\r\n\r\n", timeout: .seconds(2))
             #expect(refused.code == 400 && !refused.text.contains("badRequest"), "a HEAD refused gets the head alone: \(refused.text)")
+            let unframed = try raw(proxy, "HEAD /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", timeout: .seconds(2))
+            #expect(unframed.code == 400 && !unframed.text.contains("badRequest"), "a HEAD of two lengths gets the head alone: \(unframed.text)")
         }
         await silent.stop()
         await scripted.stop()

@@ -104,7 +104,15 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
             headScanned = 0
             let head = try HTTPHeadParser.request(bytes.readSlice(length: end)!)
-            begin(head, try HTTPFraming.request(head))
+            // A head read whole whose framing cannot be trusted: refused, and to a HEAD headless.
+            let framing: HTTPFraming
+            do throws(HTTPHeadParser.Failure) {
+                framing = try HTTPFraming.request(head)
+            } catch {
+                refuse(DaemonError(error), to: head)
+                return true
+            }
+            begin(head, framing)
         } catch {
             refuseUnreadable(error)
         }

@@ -317,7 +317,8 @@ let package = Package(
         .testTarget(
             name: "WAFTokenProxyTests",
             dependencies: [
-                "WAFTestTraits", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport", "WAFProviderRegistry",
+                "WAFTestTraits", "WAFTestSupport", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport",
+                "WAFProviderRegistry",
                 "WAFTokenCore",
                 "WAFTokenCoreTestKit", logging, .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

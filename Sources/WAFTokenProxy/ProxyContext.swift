@@ -56,7 +56,7 @@ final class ProxyContext: ConnectionGuardContext {
     init(
         entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
         metrics: any ProxyMetrics, logger: Logger, budget: MemoryBudget = MemoryBudget(total: 16 << 20),
-        connector: UpstreamPools.Connector? = nil
+        connector: UpstreamPools.Connector? = nil, resolver: UpstreamResolver = UpstreamResolver()
     ) throws(ProxyFailure) {
         self.entry = entry
         self.budget = budget
@@ -66,7 +66,7 @@ final class ProxyContext: ConnectionGuardContext {
         requestCounters = metrics.proxyRequestCounters(provider: entry.name)
         upstreamTimer = metrics.upstreamTimer(provider: entry.name)
         current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1))
-        pools = UpstreamPools(group: group, connector: connector)
+        pools = UpstreamPools(group: group, connector: connector, resolver: resolver)
     }
 
     var route: Route { current.withLockedValue { $0 } }

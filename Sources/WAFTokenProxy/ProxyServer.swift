@@ -16,14 +16,14 @@ final class ProxyServer: Sendable {
 
     init(
         entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics, budget: MemoryBudget,
-        logger: Logger
+        logger: Logger, resolver: UpstreamResolver = UpstreamResolver()
     ) throws(ProxyFailure) {
         let gate = LoopGate()
         listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
         self.settings = settings
         context = try ProxyContext(
             entry: entry, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics, logger: logger,
-            budget: budget)
+            budget: budget, resolver: resolver)
     }
 
     /// Starts serving: on `inherited` when the service manager passed the listening socket.
@@ -48,8 +48,18 @@ final class ProxyServer: Sendable {
         // Idle upstream connections go now, while their loops run; those that requests in flight
         // give back later close with the loops.
         context.pools.closeIdle()
-        await listener.stop(grace: grace)
+        await listener.stop(grace: grace) { [resolver = context.pools.resolver] in
+            // A lookup cannot be cancelled; one the name server holds past this is let go, and
+            // SwiftNIO reports its answer on a closed loop (docs/decisions.md).
+            resolver.stop()
+            let deadline = ContinuousClock.now + Self.lookupWait
+            while resolver.running > 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
+        }
     }
+
+    /// How long a stop waits for host-name lookups in flight: glibc's default for one name server
+    /// is 5 s per try.
+    static let lookupWait = Duration.seconds(5)
 
     /// Reads of at most 16 KiB (NIO's default grows to 64 KiB), on both sides: what one read
     /// brings is held until the other side takes it, so with a thousand connections waiting for

@@ -102,7 +102,9 @@ package final class Listener: Sendable {
     package var localAddress: SocketAddress? { state.withLockedValue { $0.channel?.localAddress } }
 
     /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest.
-    package func stop(grace: Duration) async {
+    /// `settle` runs after every connection closed and before the loops shut down: work that
+    /// still completes on them from outside (a host-name lookup) finishes there.
+    package func stop(grace: Duration, settle: @Sendable () async -> Void = {}) async {
         let (channel, ownedPath) = state.withLockedValue { ($0.channel, $0.ownedPath) }
         try? await channel?.close()
         if let ownedPath { unlink(ownedPath) }
@@ -118,6 +120,7 @@ package final class Listener: Sendable {
             try? await Task.sleep(for: .milliseconds(20))
         }
         for connection in connections { try? await connection.close() }
+        await settle()
         gate.close()
         try? await group.shutdownGracefully()
     }

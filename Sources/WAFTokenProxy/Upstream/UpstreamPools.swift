@@ -26,13 +26,16 @@ final class UpstreamPools: Sendable {
 
     private let pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>]
     private let connector: Connector
+    /// Host-name lookups of new connections; the proxy's stop waits for them (issue 36).
+    let resolver: UpstreamResolver
 
     static let maximumIdlePerLoop = 256
     static let idleTimeout = TimeAmount.seconds(55)
 
     /// `connector`: a test's scripted upstream in place of TCP.
-    init(group: any EventLoopGroup, connector: Connector? = nil) {
-        self.connector = connector ?? Self.connect
+    init(group: any EventLoopGroup, connector: Connector? = nil, resolver: UpstreamResolver = UpstreamResolver()) {
+        self.resolver = resolver
+        self.connector = connector ?? { route, eventLoop in Self.connect(route, on: eventLoop, resolver: resolver) }
         var pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>] = [:]
         for loop in group.makeIterator() {
             pools[ObjectIdentifier(loop)] = .makeBoxSendingValue(Pool(), eventLoop: loop)
@@ -87,12 +90,12 @@ final class UpstreamPools: Sendable {
         }
     }
 
-    @Sendable private static func connect(_ route: ProxyContext.Route, on eventLoop: any EventLoop) -> EventLoopFuture<Acquired> {
+    private static func connect(_ route: ProxyContext.Route, on eventLoop: any EventLoop, resolver: UpstreamResolver) -> EventLoopFuture<Acquired> {
         let upstream = route.settings.upstream
         let generation = route.generation
         let tls = route.tls
         let timeout = TimeAmount(route.settings.upstreamTimeout)
-        return ClientBootstrap(group: eventLoop)
+        let bootstrap = ClientBootstrap(group: eventLoop)
             .connectTimeout(timeout)
             // At TCP's level: `.socketOption(.tcp_nodelay)` would be SOL_SOCKET's option 1, SO_DEBUG,
             // which needs CAP_NET_ADMIN and failed every connect under the unit's sandbox.
@@ -110,8 +113,14 @@ final class UpstreamPools: Sendable {
                     try pipeline.addHandler(UpstreamHandler(generation: generation))
                 }
             }
-            .connect(host: upstream.host, port: upstream.port)
-            .map { channel in Acquired(channel: channel, reused: false) }
+        // An address needs no lookup: nothing runs off the loop, and nothing outlives a stop.
+        let connected =
+            if let address = try? SocketAddress(ipAddress: upstream.host, port: upstream.port) {
+                bootstrap.connect(to: address)
+            } else {
+                bootstrap.resolver(resolver.query(on: eventLoop)).connect(host: upstream.host, port: upstream.port)
+            }
+        return connected.map { channel in Acquired(channel: channel, reused: false) }
     }
 
     final class Pool {

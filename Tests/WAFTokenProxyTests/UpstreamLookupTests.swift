@@ -1,0 +1,93 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+import WAFTestSupport
+import WAFTestTraits
+import WAFTokenCore
+import WAFTokenCoreTestKit
+
+@testable import WAFDaemonConfiguration
+@testable import WAFDaemonTransport
+@testable import WAFProviderRegistry
+@testable import WAFTokenProxy
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The stop race of issue 36: an upstream lookup that answered after the proxy's loops shut down
+/// made SwiftNIO report work scheduled on a closed loop (a crash in its strict mode).
+@Suite("The proxy's upstream lookups and its stop", .offPool)
+struct UpstreamLookupTests {
+    /// A name server that takes `delay` per lookup, and counts.
+    final class SlowLookups: Sendable {
+        private let counts = NIOLockedValueBox((started: 0, finished: 0))
+        let delay: Duration
+
+        init(delay: Duration) { self.delay = delay }
+
+        var started: Int { counts.withLockedValue { $0.started } }
+        var finished: Int { counts.withLockedValue { $0.finished } }
+
+        func lookUp(_ host: String, _ port: Int, _ family: CInt) throws -> [SocketAddress] {
+            counts.withLockedValue { $0.started += 1 }
+            defer { counts.withLockedValue { $0.finished += 1 } }
+            let (seconds, attoseconds) = delay.components
+            usleep(UInt32(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            return family == AF_INET ? [try SocketAddress(ipAddress: "127.0.0.1", port: 1)] : []
+        }
+    }
+
+    static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// A proxy at `path` to `upstream`, its provider holding a token, its lookups `lookups`'.
+    static func proxy(at path: String, upstream: String, lookups: SlowLookups) throws -> ProxyServer {
+        let scheduler = VirtualScheduler()
+        let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
+        let provider = WAFTokenProvider(
+            configuration: try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com"),
+            fetcher: ScriptedTokenFetcher(scheduler: scheduler), scheduler: scheduler, options: .init(jitter: false, logger: quiet))
+        scheduler.runUntilIdle()
+        let configuration = try ConfigurationLoader.load(
+            ConfigurationSources(
+                commandLine: ["applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": path, "proxy.upstream": upstream],
+                file: "/dev/null")
+        ).get()
+        let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
+        return try ProxyServer(
+            entry: ProviderEntry(name: "default", provider: provider, access: policy), settings: try #require(ProxySettings(configuration)),
+            connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), metrics: ProxyRouteTests.NoMetrics(),
+            budget: MemoryBudget(total: 16 << 20), logger: quiet, resolver: UpstreamResolver(lookUp: lookups.lookUp))
+    }
+
+    @Test("A stop lets the lookup under way finish before the loops shut down, and the lookups queued behind it never run")
+    func stopWaitsForLookups() async throws {
+        let path = try scratchDirectory("waf-proxy-lookups").appendingPathComponent("proxy.sock").path
+        let lookups = SlowLookups(delay: .milliseconds(300))
+        let server = try Self.proxy(at: path, upstream: "https://upstream.example.com/", lookups: lookups)
+        try await server.start()
+        let clients = try (0..<20).map { _ in try RawSocket(path: path) }
+        for client in clients { client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n") }
+        #expect(await eventually { lookups.started > 0 }, "a request began a lookup")
+        await server.stop(grace: .milliseconds(100))
+        let (started, finished) = (lookups.started, lookups.finished)
+        #expect(started == finished, "the stop returned (the loops shut down) while \(started - finished) lookup(s) still ran")
+        #expect(started < 20, "the lookups queued behind the one under way were dropped, not run one by one (\(started) ran)")
+    }
+
+    @Test("An upstream given as an address is connected to without a lookup: nothing of a connect runs off its loop")
+    func addressNeedsNoLookup() async throws {
+        let path = try scratchDirectory("waf-proxy-lookups").appendingPathComponent("proxy.sock").path
+        let lookups = SlowLookups(delay: .zero)
+        // Port 1: nothing listens, so the answer is the proxy's own 502 once the connect failed.
+        let server = try Self.proxy(at: path, upstream: "http://127.0.0.1:1/", lookups: lookups)
+        try await server.start()
+        let client = try RawSocket(path: path)
+        client.send("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        let answer = client.response()
+        await server.stop(grace: .milliseconds(100))
+        #expect(answer.status == 502, "the connect was tried and failed: \(answer.text)")
+        #expect(lookups.started == 0, "an address was looked up")
+    }
+}

@@ -3,7 +3,8 @@
 that exists, and every #anchor a heading of that file (GitHub's slugs); and when a generated
 section is not current: the configuration reference (the key table's, `waf-tokend
 --print-configuration-reference`; compared by a test, which has the table) and the module graph
-(`scripts/check-imports.py`). Run by `make test`.
+(`scripts/check-imports.py`); and when a source file it names in code does not exist. Run by
+`make test`.
 
     scripts/check-docs.py
 """
@@ -54,6 +55,15 @@ for page in pages:
             cache.setdefault(resolved, anchors(resolved))
             if anchor not in cache[resolved]:
                 problems.append(f"{page}: the link {target} names no heading of {resolved}")
+    # A source file the text names in code (`Module/Folder/File.swift`, or a core path without
+    # its module) exists: a file moved to another folder takes its mentions along. A name that
+    # starts with `+` continues the file named before it.
+    for named in re.findall(r"`([A-Za-z0-9_][A-Za-z0-9_+./-]*\.swift)`", text):
+        if "/" not in named:
+            if not glob.glob(f"**/{named}", recursive=True):
+                problems.append(f"{page}: names {named}, which no folder holds")
+        elif not any(os.path.exists(root + named) for root in ("", "Sources/", "Sources/WAFTokenCore/", "Tests/")):
+            problems.append(f"{page}: names {named}, which does not exist under Sources/ or Tests/")
 for problem in problems:
     print(problem)
 if problems:

@@ -22,7 +22,7 @@ struct UpstreamConnection {
 /// own loop, so that nothing crosses threads and no lock is taken per request.
 final class UpstreamPools: Sendable {
     /// Makes a new connection to the route's upstream on the loop given.
-    typealias Connector = @Sendable (ProxyContext.Route, any EventLoop) -> EventLoopFuture<Acquired>
+    typealias Connector = @Sendable (ProxyRoute, any EventLoop) -> EventLoopFuture<Acquired>
 
     private let pools: [ObjectIdentifier: NIOLoopBoundBox<Pool>]
     private let connector: Connector
@@ -49,7 +49,7 @@ final class UpstreamPools: Sendable {
     }
 
     /// An idle connection of `route`'s generation, or a new one; on `eventLoop`, whose pool it is.
-    func acquire(_ route: ProxyContext.Route, on eventLoop: any EventLoop, fresh: Bool = false) -> EventLoopFuture<Acquired> {
+    func acquire(_ route: ProxyRoute, on eventLoop: any EventLoop, fresh: Bool = false) -> EventLoopFuture<Acquired> {
         if !fresh, let pool = pools[ObjectIdentifier(eventLoop)]?.value {
             while let connection = pool.idle.popLast() {
                 connection.handler.idle.disarm()
@@ -90,7 +90,7 @@ final class UpstreamPools: Sendable {
         }
     }
 
-    private static func connect(_ route: ProxyContext.Route, on eventLoop: any EventLoop, resolver: UpstreamResolver) -> EventLoopFuture<Acquired> {
+    private static func connect(_ route: ProxyRoute, on eventLoop: any EventLoop, resolver: UpstreamResolver) -> EventLoopFuture<Acquired> {
         let upstream = route.settings.upstream
         let generation = route.generation
         let tls = route.tls
@@ -100,8 +100,8 @@ final class UpstreamPools: Sendable {
             // At TCP's level: `.socketOption(.tcp_nodelay)` would be SOL_SOCKET's option 1, SO_DEBUG,
             // which needs CAP_NET_ADMIN and failed every connect under the unit's sandbox.
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .channelOption(.recvAllocator, value: ProxyServer.readSizes)
-            .channelOption(.writeBufferWaterMark, value: ProxyServer.pendingWrites)
+            .channelOption(.recvAllocator, value: ProxyBuffers.readSizes)
+            .channelOption(.writeBufferWaterMark, value: ProxyBuffers.pendingWrites)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations

@@ -61,21 +61,13 @@ final class ProxyServer: Sendable {
     /// is 5 s per try.
     static let lookupWait = Duration.seconds(5)
 
-    /// Reads of at most 16 KiB (NIO's default grows to 64 KiB), on both sides: what one read
-    /// brings is held until the other side takes it, so with a thousand connections waiting for
-    /// their upstream this is what they cost (TENANT-12). A request head fits whole (16 KiB).
-    static let readSizes = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 2048, maximum: 16384)
-    /// Writes pending for a peer that does not read stop the other side's reads at 16 KiB (NIO's
-    /// default: 64 KiB); the kernel's socket buffer holds the rest.
-    static let pendingWrites = ChannelOptions.Types.WriteBufferWaterMark(low: 8192, high: 16384)
-
     static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {
         if let options = channel.syncOptions {
-            try options.setOption(.recvAllocator, value: readSizes)
+            try options.setOption(.recvAllocator, value: ProxyBuffers.readSizes)
             // NIO keeps a read buffer per read it may make in one go (4 by default): one is enough
             // for a request and its answer, and costs a quarter of the memory per connection.
             try options.setOption(.maxMessagesPerRead, value: 1)
-            try options.setOption(.writeBufferWaterMark, value: pendingWrites)
+            try options.setOption(.writeBufferWaterMark, value: ProxyBuffers.pendingWrites)
         }
         let pipeline = channel.pipeline.syncOperations
         let connection = ConnectionState()

@@ -26,4 +26,10 @@ extension Keys {
         "canary.method", ["GET", "HEAD"], default: "GET", help: "The canary's request method.", scope: .perProvider)
     public static let canaryAffectsReadiness = flag(
         "canary.affectsReadiness", default: true, help: "While the canary is rejected, /readyz answers 503 for the provider.", scope: .perProvider)
+
+    /// In the order `--help` and the reference show them.
+    static let deliveryKeys: [KeySpec] = [
+        sinksOnToken.spec, sinksOnTokenUsers.spec, sinksOnTokenTimeoutSec.spec, canaryURL.spec, canaryIntervalSec.spec, canaryMethod.spec,
+        canaryAffectsReadiness.spec,
+    ]
 }

@@ -20,4 +20,9 @@ extension Keys {
     )
     public static let authTokenWaitSec = integer(
         "auth.tokenWaitSec", 0...300, default: 5, help: "How long GET /v1/auth waits for a first token before answering 503 with Retry-After.")
+
+    /// In the order `--help` and the reference show them.
+    static let listenerKeys: [KeySpec] = [
+        metricsListen.spec, authListen.spec, authAllowedUsers.spec, authAllowedGroups.spec, authSelectByForwardedHost.spec, authTokenWaitSec.spec,
+    ]
 }

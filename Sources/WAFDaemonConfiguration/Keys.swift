@@ -1,9 +1,11 @@
 import Logging
 import WAFTokenCore
 
-/// Every configuration key, declared once. Adding a key means adding it here and in the code
-/// that reads it (`configuration[Keys.name]`); options, variables, `--help`, the man page,
-/// `--check-config` and docs/configuration.md's table follow from this table.
+/// Every configuration key, declared once: here, or beside its group (`Keys+Listeners`,
+/// `Keys+Delivery`, the proxy's in `ProxySettings`), each group with the list `all` joins. Adding
+/// a key means its declaration, its name in its group's list, and the code that reads it
+/// (`configuration[Keys.name]`); options, variables, `--help`, the man page, `--check-config` and
+/// docs/configuration.md's table follow (docs/architecture.md, "Where a change goes").
 public enum Keys {
     // MARK: The daemon's own keys
 
@@ -86,15 +88,9 @@ public enum Keys {
             socketAllowedUsers.spec, socketAllowedGroups.spec, socketIdleTimeoutSec.spec, socketRequestTimeoutSec.spec,
             socketMaxConnections.spec, socketMaxConnectionsPerUser.spec, socketThreads.spec, tokenServiceClient.spec,
             tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshMinForcedIntervalSec.spec, refreshJitter.spec, cookieSecure.spec,
-            sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, sinksOnToken.spec, sinksOnTokenUsers.spec, sinksOnTokenTimeoutSec.spec,
-            stateDirectory.spec, logLevel.spec, limitsBufferedBytes.spec,
-            readinessWaitForToken.spec,
-            proxyListen.spec, proxyUpstream.spec,
-            proxyTokenIn.spec, proxyReplayBufferBytes.spec, proxyTokenWaitSec.spec, proxyUpstreamTimeoutSec.spec, proxyMode.spec,
-            proxyAllowedUsers.spec, proxyAllowedGroups.spec, proxyThreads.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
-            metricsListen.spec, authListen.spec, authAllowedUsers.spec, authAllowedGroups.spec, authSelectByForwardedHost.spec, authTokenWaitSec.spec,
-            canaryURL.spec, canaryIntervalSec.spec, canaryMethod.spec, canaryAffectsReadiness.spec,
-        ]
+            sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, stateDirectory.spec, logLevel.spec, limitsBufferedBytes.spec,
+            readinessWaitForToken.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
+        ] + proxyKeys + listenerKeys + deliveryKeys
 
     /// The keys a provider's entry may hold, by name.
     package static let perProviderByName = byName.filter { $0.value.perProvider }

@@ -153,7 +153,22 @@ struct ConfigurationLoaderTests {
     }
 
     /// A valid value for every key, as text that reads the same in YAML, a variable and an option.
-    static let validValues: [String: String] = [
+    /// A value for every top-level key: written here, or, for a flag, a number or a choice, made
+    /// from its kind (the bound or the last choice), so that a new key of those kinds needs no line here.
+    static var validValues: [String: String] {
+        var values = writtenValues
+        for spec in Keys.all where spec.topLevel && values[spec.name] == nil {
+            switch spec.kind {
+            case .bool: values[spec.name] = "true"
+            case .integer(let range): values[spec.name] = String(range.upperBound)
+            case .choice(let choices): values[spec.name] = choices.last
+            default: continue
+            }
+        }
+        return values
+    }
+
+    static let writtenValues: [String: String] = [
         "applicationIntegrationUrl": url, "domainName": "example.com", "backgroundRefreshEnabled": "false",
         "maxErrorTokenRefreshDelayMsec": "1234", "maxRetryCount": "4", "setTokenCookie": "false", "tokenCookiePath": "/web",
         "tokenRefreshDelaySec": "120", "ranges": "current", "lifecycle.platform": "android", "socket.path": "/x/s.sock",

@@ -4,8 +4,8 @@ import WAFDaemonConfiguration
 import WAFTestSupport
 import WAFTestTraits
 
-/// A key is declared once, in `Keys`; the hand-kept `Keys.all` and the sample configuration are
-/// the two places a new key can be forgotten (the reference in docs/configuration.md is checked
+/// A key is declared once, in `Keys`; its group's list (which `Keys.all` joins) and the sample
+/// configuration are the two places a new key can be forgotten (the reference in docs/configuration.md is checked
 /// by `make test` against the table). These tests read the declarations from the source, so that
 /// a key declared and left out of either fails here, named.
 @Suite("The key table against its declarations and the sample configuration", .offPool)

@@ -209,6 +209,11 @@ final class TokenFastPathHandler: ChannelDuplexHandler {
         return entry
     }
 
+    /// The hand-off, once and for good: the codec's handlers are added behind this one, and the
+    /// bytes not answered yet (`pending`: the first request the fast path does not take, whole or
+    /// in part, and all after it) go to them as if just read. The answers the fast path wrote are
+    /// already ahead of them on the wire, so the order of answers is the order of requests. From
+    /// here this handler passes reads on and only keeps the backpressure.
     private func switchToCodec(_ context: ChannelHandlerContext) {
         codec = true
         do {

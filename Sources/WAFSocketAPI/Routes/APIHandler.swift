@@ -30,23 +30,16 @@ final class APIHandler: ChannelInboundHandler {
     let connection: ConnectionState
     /// After answering a request that asked for an upgrade: NIO's decoder stopped there.
     private let restartDecoder: () -> Void
-    private var head: HTTPRequestHead?
-    private var body = ByteBuffer()
-    private var bodyTooLarge = false
+    /// Where the connection is: reading, routing, awaiting an answer, streaming (`APIConnectionMachine`).
+    private var machine = APIConnectionMachine()
+    /// The handles of the state the machine is in, which only the loop can hold: the body's
+    /// timer while a request is read; the answer's timer and the provider's wait while one is
+    /// awaited. The wait is withdrawn once the request is answered otherwise (its timeout, the
+    /// stop) or the client leaves, so that the provider forgets the callback at once instead of
+    /// holding it until RET-3 while fetches fail (TENANT-12).
     private var bodyTimer: Scheduled<Void>?
-    /// The timeout of a request answered later (`?wait=`): cancelled with the answer or the
-    /// connection, so that it keeps nothing alive after either.
     private var answerTimer: Scheduled<Void>?
-    /// The request being answered: an answer that arrives for an older one (after a timeout) is dropped.
-    private var requestNumber: UInt64 = 0
-    /// The request that waits for a later answer, and what it gets when the daemon's stop comes
-    /// first: what there is then.
-    private var waiting: (head: HTTPRequestHead, endpoint: String, atStop: @Sendable () -> HTTPReply)?
-    /// The provider's wait behind it: withdrawn once the request is answered otherwise (its
-    /// timeout, the stop) or the client leaves, so that the provider forgets the callback at once
-    /// instead of holding it until RET-3 while fetches fail (TENANT-12).
     var pendingWait: WAFTokenWait?
-    var stream: UInt64?
 
     init(api: APIContext, connection: ConnectionState, restartDecoder: @escaping () -> Void) {
         self.api = api
@@ -56,71 +49,74 @@ final class APIHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head):
-            self.head = head
-            body.clear()
-            bodyTooLarge = false
-            context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
-            // A client that sends a head and then drips its body is cut off like one that drips its head.
-            bodyTimer = context.eventLoop.assumeIsolated().scheduleTask(in: api.settings.requestTimeout) {
-                self.bodyTimedOut(context)
-            }
-        case .body(var chunk):
-            if body.readableBytes + chunk.readableBytes > Self.maximumBodyBytes {
-                bodyTooLarge = true
-            } else {
-                body.writeBuffer(&chunk)
-            }
-        case .end:
-            bodyTimer?.cancel()
-            guard let head else { return }
-            self.head = nil
-            requestNumber &+= 1
-            route(context, head)
+        case .head(let head): perform(machine.headArrived(head), context)
+        case .body(let chunk): machine.bodyArrived(chunk, limit: Self.maximumBodyBytes)
+        case .end: perform(machine.endArrived(), context)
         }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        bodyTimer?.cancel()
-        answerTimer?.cancel()
-        answerTimer = nil
-        pendingWait?.cancel()
-        pendingWait = nil
-        if let stream { api.events.unsubscribe(stream) }
-        stream = nil
+        perform(machine.closed(), context)
         context.fireChannelInactive()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ServerShutdownEvent, stream != nil {
-            finishStream(context)
-        } else if let stop = event as? ServerShutdownEvent, let (head, endpoint, answer) = waiting {
-            // It goes on waiting, and gets what there is when the stop's deadline comes.
-            let number = requestNumber
-            let due = max(context.eventLoop.now, stop.deadline - Self.stopMargin)
-            answerTimer?.cancel()
-            answerTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) {
-                self.answerIfCurrent(number, context, head, answer(), endpoint)
-            }
-        }
+        if event is ServerShutdownEvent { perform(machine.stopBegan(), context, stop: event as? ServerShutdownEvent) }
         context.fireUserInboundEventTriggered(event)
     }
 
-    private func bodyTimedOut(_ context: ChannelHandlerContext) {
-        guard let head else { return }
-        self.head = nil
-        respond(context, head, DaemonError.timedOut.reply, endpoint: "-", close: true)
+    /// Does what the machine decided.
+    private func perform(_ action: APIConnectionMachine.Action, _ context: ChannelHandlerContext, stop: ServerShutdownEvent? = nil) {
+        switch action {
+        case .none:
+            return
+        case .requestStarted:
+            context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
+            // A client that sends a head and then drips its body is cut off like one that drips its head.
+            bodyTimer = context.eventLoop.assumeIsolated().scheduleTask(in: api.settings.requestTimeout) {
+                self.perform(self.machine.bodyTimedOut(), context)
+            }
+        case .route(let head, let bodyTooLarge):
+            bodyTimer?.cancel()
+            bodyTimer = nil
+            route(context, head, bodyTooLarge: bodyTooLarge)
+        case .write(let head, let reply, let endpoint, let keepAlive):
+            write(context, head, reply, endpoint: endpoint, keepAlive: keepAlive)
+        case .answerAtStop(let number, let atStop):
+            // It goes on waiting, and gets what there is when the stop's deadline comes.
+            let due = max(context.eventLoop.now, (stop?.deadline ?? context.eventLoop.now) - Self.stopMargin)
+            answerTimer?.cancel()
+            answerTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) {
+                self.answerIfCurrent(number, context, atStop())
+            }
+        case .finishStream(let id):
+            api.events.unsubscribe(id)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
+            context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
+        case .release(let stream):
+            releaseAwaiting()
+            bodyTimer?.cancel()
+            bodyTimer = nil
+            if let stream { api.events.unsubscribe(stream) }
+        }
+    }
+
+    private func releaseAwaiting() {
+        answerTimer?.cancel()
+        answerTimer = nil
+        pendingWait?.cancel()
+        pendingWait = nil
     }
 
     // MARK: Routing
 
-    private func route(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
-        func answer(_ response: HTTPReply, _ endpoint: String) { respond(context, head, response, endpoint: endpoint) }
+    private func route(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, bodyTooLarge: Bool) {
+        func answer(_ response: HTTPReply, _ endpoint: String) { respond(context, response, endpoint: endpoint) }
         guard head.version.major == 1 else { return answer(DaemonError.unsupportedVersion.reply, "-") }
         guard Self.headBytes(head) <= HTTPLimits.maximumHeadBytes else { return answer(DaemonError.headTooLarge.reply, "-") }
         guard api.allows(connection) else {
             // Refused, and closed: a refused peer keeps nothing open here (TENANT-6).
-            return respond(context, head, DaemonError.socketForbidden.reply, endpoint: "-", close: true)
+            return respond(context, DaemonError.socketForbidden.reply, endpoint: "-", close: true)
         }
         if bodyTooLarge {
             return answer(DaemonError.bodyTooLarge(limit: Self.maximumBodyBytes).reply, "-")
@@ -168,15 +164,15 @@ final class APIHandler: ChannelInboundHandler {
 
     // MARK: Answering
 
+    /// Answers the request being routed: now, or, from `answerLater`'s closure, later. Closed after it with `close`, or when the request or a stop asks for it.
+    func respond(_ context: ChannelHandlerContext, _ response: HTTPReply, endpoint: String, close: Bool = false) {
+        perform(machine.answered(response, endpoint: endpoint, close: close, shuttingDown: api.shuttingDown.load(ordering: .relaxed)), context)
+    }
+
     /// Writes a complete answer, then tells the connection's guard the request is done.
-    func respond(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, endpoint: String, close: Bool = false) {
-        waiting = nil
-        answerTimer?.cancel()
-        answerTimer = nil
-        pendingWait?.cancel()
-        pendingWait = nil
+    private func write(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, endpoint: String, keepAlive: Bool) {
+        releaseAwaiting()
         guard context.channel.isActive else { return }
-        let keepAlive = head.isKeepAlive && !close && !api.shuttingDown.load(ordering: .relaxed)
         let version = HTTPVersion(major: 1, minor: head.version.minor == 0 ? 0 : 1)
         context.write(wrapOutboundOut(.head(response.head(version: version, keepAlive: keepAlive))), promise: nil)
         if head.method != .HEAD, !response.body.isEmpty {
@@ -193,23 +189,22 @@ final class APIHandler: ChannelInboundHandler {
     /// A way to answer the current request later, from any thread; after `timeout`, `onTimeout`
     /// answers instead, and whichever comes second is dropped.
     func answerLater(
-        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String,
+        _ context: ChannelHandlerContext, endpoint: String,
         timeout: TimeAmount? = nil, onTimeout: HTTPReply? = nil, atStop: @escaping @Sendable () -> HTTPReply = { APIHandler.stopping }
     ) -> @Sendable (HTTPReply) -> Void {
-        let number = requestNumber
-        waiting = (head, endpoint, atStop)
+        let number = machine.deferred(endpoint: endpoint, atStop: atStop)
         // Weakly: the provider may hold the answer for a while (a stalled token service), and a
         // client gone meanwhile must not be kept alive by it.
         let bound = NIOLoopBound(AnswerTarget(handler: self, context: context), eventLoop: context.eventLoop)
         if let timeout, let onTimeout {
             answerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
-                self.answerIfCurrent(number, context, head, onTimeout, endpoint)
+                self.answerIfCurrent(number, context, onTimeout)
             }
         }
         return { [gate = api.loopGate] response in
             gate.execute(on: bound.eventLoop) {
                 guard let handler = bound.value.handler, let context = bound.value.context else { return }
-                handler.answerIfCurrent(number, context, head, response, endpoint)
+                handler.answerIfCurrent(number, context, response)
             }
         }
     }
@@ -225,23 +220,32 @@ final class APIHandler: ChannelInboundHandler {
         }
     }
 
-    private func answerIfCurrent(
-        _ number: UInt64, _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, _ endpoint: String
-    ) {
-        guard waiting != nil, number == requestNumber else { return }
-        respond(context, head, response, endpoint: endpoint)
+    private func answerIfCurrent(_ number: UInt64, _ context: ChannelHandlerContext, _ response: HTTPReply) {
+        perform(machine.arrived(response, for: number, shuttingDown: api.shuttingDown.load(ordering: .relaxed)), context)
     }
 
-    var requestBody: ByteBuffer { body }
+    /// The body of the request being routed (`PUT /v1/lifecycle` reads it).
+    var requestBody: ByteBuffer { machine.routed?.body ?? ByteBuffer() }
+
+    // MARK: Streams
+
+    /// `/v1/events` answered with a stream: the broadcaster's subscription `id`.
+    func streamStarted(id: UInt64) { machine.streamStarted(id: id) }
+
+    var isStreaming: Bool { machine.isStreaming }
+
+    /// The stream ends (the peer lost its access): its end is written and the connection closes.
+    func finishStream(_ context: ChannelHandlerContext) { perform(machine.streamFinished(), context) }
+
 }
 
 extension APIHandler {
     /// The provider of this request, or nil once the request has been answered with why not.
-    func provider(for query: [String: String], _ context: ChannelHandlerContext, _ head: HTTPRequestHead, endpoint: String) -> ProviderEntry? {
+    func provider(for query: [String: String], _ context: ChannelHandlerContext, endpoint: String) -> ProviderEntry? {
         switch api.providers.select(query, peer: connection.peer, operatorView: api.role == .probes) {
         case .provider(let entry): return entry
         case .refused(let refusal):
-            respond(context, head, HTTPReply(refusal), endpoint: endpoint)
+            respond(context, HTTPReply(refusal), endpoint: endpoint)
             return nil
         }
     }

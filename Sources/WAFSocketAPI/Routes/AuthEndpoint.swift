@@ -20,7 +20,7 @@ extension APIHandler {
         let forwarded: ForwardedRequest
         switch ForwardedRequest.read({ head.headers[$0] }, selectByHost: api.endpointOptions.selectByForwardedHost) {
         case .success(let read): forwarded = read
-        case .failure(let refusal): return respond(context, head, DaemonError.badForwardedHeaders(refusal.message).reply, endpoint: "/v1/auth")
+        case .failure(let refusal): return respond(context, DaemonError.badForwardedHeaders(refusal.message).reply, endpoint: "/v1/auth")
         }
         var selection = query
         if query["provider"] == nil, query["domain"] == nil, let host = forwarded.host,
@@ -28,17 +28,17 @@ extension APIHandler {
         {
             selection["domain"] = host
         }
-        guard let entry = provider(for: selection, context, head, endpoint: "/v1/auth") else { return }
+        guard let entry = provider(for: selection, context, endpoint: "/v1/auth") else { return }
         let peer = connection.peer
         let original = forwarded.uri
         let cookies = head.headers["Cookie"]
         if let cached = entry.token(for: peer) {
-            return respond(context, head, Self.authReply(cached.token, entry: entry, uri: original, cookies: cookies), endpoint: "/v1/auth")
+            return respond(context, Self.authReply(cached.token, entry: entry, uri: original, cookies: cookies), endpoint: "/v1/auth")
         }
         let wait = api.endpointOptions.authTokenWait
         let unavailable = DaemonError.noTokenWithinAuthWait.reply
-        guard wait > .zero else { return respond(context, head, unavailable, endpoint: "/v1/auth") }
-        let reply = answerLater(context, head, endpoint: "/v1/auth", timeout: wait, onTimeout: unavailable)
+        guard wait > .zero else { return respond(context, unavailable, endpoint: "/v1/auth") }
+        let reply = answerLater(context, endpoint: "/v1/auth", timeout: wait, onTimeout: unavailable)
         pendingWait = entry.provider.onTokenReady { _, _ in
             reply(entry.token(for: peer).map { Self.authReply($0.token, entry: entry, uri: original, cookies: cookies) } ?? unavailable)
         }

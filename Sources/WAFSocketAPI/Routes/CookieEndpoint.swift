@@ -14,11 +14,11 @@ extension APIHandler {
 
     func cookie(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let path = query["path"] ?? "/"
-        func answer(_ response: HTTPReply) { respond(context, head, response, endpoint: "/v1/cookie") }
+        func answer(_ response: HTTPReply) { respond(context, response, endpoint: "/v1/cookie") }
         guard path.hasPrefix("/") else {
             return answer(DaemonError.badCookiePath(path).reply)
         }
-        guard let entry = provider(for: query, context, head, endpoint: "/v1/cookie") else { return }
+        guard let entry = provider(for: query, context, endpoint: "/v1/cookie") else { return }
         let manager = entry.provider.cookieManager
         let settings = manager.settings
         guard settings.setTokenCookie else {

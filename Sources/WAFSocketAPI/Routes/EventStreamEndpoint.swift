@@ -27,7 +27,7 @@ extension APIHandler {
         let wants: @Sendable (String) -> Bool
         let stillAllowed: @Sendable () -> Bool
         if query["provider"] != nil || query["domain"] != nil {
-            guard let entry = provider(for: query, context, head, endpoint: "/v1/events") else { return }
+            guard let entry = provider(for: query, context, endpoint: "/v1/events") else { return }
             entries = [entry]
             wants = { [name = entry.name] in $0 == name && allowed(name) }
             stillAllowed = { [name = entry.name] in listenerAllows() && allowed(name) }
@@ -44,11 +44,12 @@ extension APIHandler {
         api.metrics.countRequests(endpoint: "/v1/events", status: 200)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         // Subscribe before reading the current state: a change in between is sent twice, never lost.
-        stream = api.events.subscribe(
+        let id = api.events.subscribe(
             .init(
                 eventLoop: context.eventLoop, gate: api.loopGate, wants: wants, stillAllowed: stillAllowed,
                 send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
                 finish: { bound.value.handler.finishStream(bound.value.context) }))
+        streamStarted(id: id)
         for entry in entries {
             if let cached = entry.token(for: peer) {
                 let event = EventBroadcaster.TokenEvent(cached.token, origin: .fetched, provider: entry.name)
@@ -62,15 +63,7 @@ extension APIHandler {
     }
 
     func sendFrame(_ frame: ByteBuffer, _ context: ChannelHandlerContext) {
-        guard stream != nil, context.channel.isActive else { return }
+        guard isStreaming, context.channel.isActive else { return }
         context.writeAndFlush(wrapOutboundOut(.body(.byteBuffer(frame))), promise: nil)
-    }
-
-    func finishStream(_ context: ChannelHandlerContext) {
-        guard let id = stream else { return }
-        stream = nil
-        api.events.unsubscribe(id)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-        context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
     }
 }

@@ -20,13 +20,13 @@ extension APIHandler {
         let selected = query["provider"] != nil || query["domain"] != nil
         let chosen: ProviderEntry?
         if selected {
-            guard let entry = provider(for: query, context, head, endpoint: "/v1/status") else { return }
+            guard let entry = provider(for: query, context, endpoint: "/v1/status") else { return }
             chosen = entry
         } else {
             chosen = api.providers.implicit.flatMap { $0.allows(connection.peer) ? $0 : nil }
         }
         let listed = selected ? [] : api.providers.visibleProviders(to: connection.peer)
-        let reply = answerLater(context, head, endpoint: "/v1/status")
+        let reply = answerLater(context, endpoint: "/v1/status")
         let api = self.api
         let asked = listed + (chosen.map { chosen in listed.contains { $0 === chosen } ? [] : [chosen] } ?? [])
         ProviderStatuses.gather(asked) { statuses in
@@ -41,7 +41,7 @@ extension APIHandler {
     /// The providers the peer may use: identity, token freshness and refresh state, never a token.
     func providersList(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
         let listed = api.providers.visibleProviders(to: connection.peer)
-        let reply = answerLater(context, head, endpoint: "/v1/providers")
+        let reply = answerLater(context, endpoint: "/v1/providers")
         ProviderStatuses.gather(listed) { statuses in
             reply(.json(.ok, ["providers": listed.compactMap { entry in statuses[entry.name].map { ProviderStatusBody(entry, $0) } }]))
         }
@@ -54,15 +54,15 @@ extension APIHandler {
         if text.hasPrefix("{"), let state = JSONValue.parse(Array(text.utf8))?["state"]?.string { text = state }
         text = text.trimmingQuotes
         guard let state = WAFLifecycleState(rawValue: text) else {
-            return respond(context, head, DaemonError.badLifecycle.reply, endpoint: "/v1/lifecycle")
+            return respond(context, DaemonError.badLifecycle.reply, endpoint: "/v1/lifecycle")
         }
         let entries = api.providers.all
         // It moves every tenant's provider: a peer allowed for them all, or named in
         // lifecycle.allowedUsers/allowedGroups, and nobody else (TENANT-5).
         guard entries.allSatisfy({ $0.allows(connection.peer) }) || api.lifecycleAccess?.allows(connection.peer) == true else {
-            return respond(context, head, DaemonError.lifecycleForbidden.reply, endpoint: "/v1/lifecycle", close: true)
+            return respond(context, DaemonError.lifecycleForbidden.reply, endpoint: "/v1/lifecycle", close: true)
         }
-        let reply = answerLater(context, head, endpoint: "/v1/lifecycle")
+        let reply = answerLater(context, endpoint: "/v1/lifecycle")
         api.logger.info("lifecycle set over the socket", metadata: ["state": "\(state.rawValue)", "uid": "\(connection.peer?.uid ?? .max)"])
         let answers = Countdown(entries.count) { lifecycle in reply(.json(.ok, ["lifecycle": LifecycleBody(lifecycle)])) }
         for entry in entries { entry.provider.updateLifecycle({ _ in state }) { answers.arrived($0) } }
@@ -73,7 +73,7 @@ extension APIHandler {
     /// 200 while every provider's state queue answers (the core loop), within 2 s.
     func health(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
         let reply = answerLater(
-            context, head, endpoint: "/healthz", timeout: .seconds(2),
+            context, endpoint: "/healthz", timeout: .seconds(2),
             onTimeout: DaemonError.unresponsive.reply)
         let entries = api.providers.all
         let answers = Countdown<Void>(entries.count) { _ in reply(.json(.ok, ["status": "ok"])) }
@@ -84,7 +84,7 @@ extension APIHandler {
     func ready(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let entries: [ProviderEntry]
         if query["provider"] != nil || query["domain"] != nil {
-            guard let entry = provider(for: query, context, head, endpoint: "/readyz") else { return }
+            guard let entry = provider(for: query, context, endpoint: "/readyz") else { return }
             entries = [entry]
         } else {
             entries = api.providers.all
@@ -99,11 +99,11 @@ extension APIHandler {
             unready.isEmpty
             ? .json(.ok, ["ready": true])
             : DaemonError.notReady(named: entries.count > 1 ? named : []).reply
-        respond(context, head, response, endpoint: "/readyz")
+        respond(context, response, endpoint: "/readyz")
     }
 
     func metrics(_ context: ChannelHandlerContext, _ head: HTTPRequestHead) {
-        let reply = answerLater(context, head, endpoint: "/metrics")
+        let reply = answerLater(context, endpoint: "/metrics")
         let metrics = api.metrics
         let entries = api.providers.all
         ProviderStatuses.gather(entries) { statuses in

@@ -17,12 +17,12 @@ extension APIHandler {
     /// query names (MULTI-2).
     func token(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
-        guard let entry = provider(for: query, context, head, endpoint: "/v1/token") else { return }
+        guard let entry = provider(for: query, context, endpoint: "/v1/token") else { return }
         let (provider, peer) = (entry.provider, connection.peer)
         if let text = query["wait"] {
-            guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/token") }
+            guard let wait = Self.seconds(text) else { return respond(context, Self.badWait(text), endpoint: "/v1/token") }
             let reply = answerLater(
-                context, head, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text),
+                context, endpoint: "/v1/token", timeout: wait, onTimeout: Self.timedOut(text),
                 atStop: { entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? APIHandler.stopping })
             pendingWait = provider.onTokenReady { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
             return
@@ -30,10 +30,10 @@ extension APIHandler {
         if provider.configuration.backgroundRefreshEnabled {
             // TOK-1: the cached token, stale or not (TOK-5), without any I/O.
             let response = entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? TokenResponseCache.noToken
-            return respond(context, head, response, endpoint: "/v1/token")
+            return respond(context, response, endpoint: "/v1/token")
         }
         // TOK-2: a new token fetched now; RET-4: after the retries, the previous token or none.
-        let reply = answerLater(context, head, endpoint: "/v1/token")
+        let reply = answerLater(context, endpoint: "/v1/token")
         provider.getToken { token in
             reply(token == nil ? TokenResponseCache.noToken : Self.answer(token, nil, plainText: plainText, entry: entry, peer: peer))
         }
@@ -44,12 +44,12 @@ extension APIHandler {
     /// that fetch answered (its token, or its failure with Retry-After for the rest of the interval).
     func refresh(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ query: [String: String]) {
         let text = query["wait"] ?? String(Int(Self.defaultRefreshWait))
-        guard let wait = Self.seconds(text) else { return respond(context, head, Self.badWait(text), endpoint: "/v1/refresh") }
+        guard let wait = Self.seconds(text) else { return respond(context, Self.badWait(text), endpoint: "/v1/refresh") }
         let plainText = AcceptNegotiation.prefersPlainText(Self.accept(head))
-        guard let entry = provider(for: query, context, head, endpoint: "/v1/refresh") else { return }
+        guard let entry = provider(for: query, context, endpoint: "/v1/refresh") else { return }
         let peer = connection.peer
         let reply = answerLater(
-            context, head, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text),
+            context, endpoint: "/v1/refresh", timeout: wait, onTimeout: Self.timedOut(text),
             atStop: { entry.token(for: peer).map { Self.tokenResponse($0, plainText: plainText) } ?? APIHandler.stopping })
         let answer: WAFTokenResultCallback = { token, error in reply(Self.answer(token, error, plainText: plainText, entry: entry, peer: peer)) }
         let (decision, forced) = entry.forcedRefresh.request(entry.provider, answer)

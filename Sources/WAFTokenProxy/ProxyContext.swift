@@ -57,11 +57,18 @@ final class ProxyContext: ConnectionGuardContext {
     var connectionSettings: ConnectionSettings { route.connection }
     var listenerName: String { "proxy" }
 
-    /// A reload's new settings for the same listener.
-    func update(_ settings: ProxySettings, connection: ConnectionSettings) throws(ProxyFailure) {
-        let generation = route.generation + 1
-        let route = try Self.route(settings, connection: connection, generation: generation)
+    /// A reload's new settings for the same listener, as a route made ready (`install` puts it in force).
+    func route(for settings: ProxySettings, connection: ConnectionSettings) throws(ProxyFailure) -> Route {
+        try Self.route(settings, connection: connection, generation: route.generation + 1)
+    }
+
+    func install(_ route: Route) {
         current.withLockedValue { $0 = route }
+    }
+
+    /// A reload's new settings for the same listener, in force at once.
+    func update(_ settings: ProxySettings, connection: ConnectionSettings) throws(ProxyFailure) {
+        install(try route(for: settings, connection: connection))
     }
 
     private static func route(_ settings: ProxySettings, connection: ConnectionSettings, generation: Int) throws(ProxyFailure) -> Route {

@@ -24,16 +24,25 @@ final class ProxyControllers: Sendable {
         controllers.withLockedValue { $0.removeValue(forKey: name) }
     }
 
-    /// Starts (or with a reload, changes) the proxy of `provider`, if its configuration has one:
-    /// its settings as `configuration` gives them, its connections limited as the socket's.
+    /// Starts the proxy of `provider`, if its configuration has one: its settings as
+    /// `configuration` gives them, its connections limited as the socket's.
     func apply(
         _ provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings, logger: Logger,
         inherited: CInt? = nil
     ) async throws(DaemonFailure) {
         guard let controller = self[provider.name] else { return }
+        let change = try await Self.prepare(controller, provider, configuration, socket: socket, logger: logger, inherited: inherited)
+        await controller.commit(change)
+    }
+
+    /// A reload's change of `controller`, the proxy of `provider`, made ready (`ProxyController.prepare`).
+    static func prepare(
+        _ controller: ProxyController, _ provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings,
+        logger: Logger, inherited: CInt? = nil
+    ) async throws(DaemonFailure) -> ProxyController.Change {
         let settings = ProxySettings(provider, configuration)
         do throws(ProxyFailure) {
-            try await controller.apply(
+            return try await controller.prepare(
                 settings, connection: settings.map { .init(proxy: $0, socket: socket, logger: logger) } ?? socket, inherited: inherited)
         } catch {
             throw DaemonFailure(error)

@@ -15,9 +15,13 @@ import WAFTokenStorage
 /// is refused whole, logged, and the old configuration kept. Overlapping reloads run one after
 /// the other; signals that arrive meanwhile make one more.
 ///
-/// A reload runs in two steps: `prepare` does everything that can fail (a new token-service
-/// client, the providers added, the proxies' listeners) and undoes it when one part fails; then
-/// `commit`, which cannot fail, makes the new configuration the one in force.
+/// A reload runs in two steps: `prepare` computes everything that can fail (a new token-service
+/// client, the providers added, each proxy's change: a route with its TLS context, or a new
+/// listener) without changing what serves, and lets it go when one part fails; then `commit`,
+/// which cannot fail, puts it all in force, the proxies' routes with the new access lists. The
+/// one thing `prepare` changes in place is a proxy whose address stays while its mode or threads
+/// change: its listener stops first (an address cannot be bound twice), and starts again if the
+/// reload is refused.
 final class Reloader: Sendable {
     private struct State {
         var configuration: DaemonConfiguration
@@ -31,6 +35,9 @@ final class Reloader: Sendable {
         let fetcher: HTTPTokenFetcher?
         let added: [(entry: ProviderEntry, proxy: ProxyController)]
         let socket: ConnectionSettings
+        /// Each proxy's change, made ready: an added provider's new listener, a kept one's new
+        /// route or listener. Put in force with the new lists (commit, step 3).
+        let proxies: [(controller: ProxyController, change: ProxyController.Change)]
     }
 
     private let sources: ConfigurationSources
@@ -101,41 +108,39 @@ final class Reloader: Sendable {
         let lifecycle = parts.providers.all.first?.provider.status().lifecycle.state ?? .foreground
         let factory = ProviderFactory(parts: parts)
         var added: [(entry: ProviderEntry, proxy: ProxyController)] = []
-        var started: [ProviderConfiguration] = []
+        var proxies: [(controller: ProxyController, change: ProxyController.Change)] = []
         do throws(DaemonFailure) {
             for provider in plan.added {
                 let made = try factory.make(provider, daemon: new, socket: socket.policy, lifecycle: lifecycle)
                 added.append(made)
-                parts.proxies.insert(made.proxy, for: provider.name)
-                try await parts.proxies.apply(provider, new, socket: socket, logger: parts.logger)
+                let change = try await ProxyControllers.prepare(made.proxy, provider, new, socket: socket, logger: logger)
+                proxies.append((made.proxy, change))
             }
             for (_, provider) in plan.kept {
-                try await parts.proxies.apply(provider, new, socket: socket, logger: parts.logger)
-                started.append(provider)
+                guard let controller = parts.proxies[provider.name] else { continue }
+                let change = try await ProxyControllers.prepare(controller, provider, new, socket: socket, logger: logger)
+                proxies.append((controller, change))
             }
         } catch {
-            await undo(added: added, restarted: started, plan, fetcher: fetcher)
+            await undo(added: added, proxies: proxies, fetcher: fetcher)
             throw error
         }
-        return Prepared(plan: plan, fetcher: fetcher, added: added, socket: socket)
+        return Prepared(plan: plan, fetcher: fetcher, added: added, socket: socket, proxies: proxies)
     }
 
-    /// Takes back what `prepare` did before it failed: the providers it made, the proxies it
-    /// changed, the client it built.
+    /// Takes back what `prepare` did before it failed: the proxies' changes it made ready, the
+    /// providers it made, the client it built. The proxies that serve were not touched (but for
+    /// one whose address had to be freed, which `discard` starts again).
     private func undo(
-        added: [(entry: ProviderEntry, proxy: ProxyController)], restarted: [ProviderConfiguration], _ plan: ReloadPlan, fetcher: HTTPTokenFetcher?
+        added: [(entry: ProviderEntry, proxy: ProxyController)], proxies: [(controller: ProxyController, change: ProxyController.Change)],
+        fetcher: HTTPTokenFetcher?
     ) async {
+        for (controller, change) in proxies { await controller.discard(change) }
         let factory = ProviderFactory(parts: parts)
         for (entry, proxy) in added {
-            parts.proxies.remove(entry.name)
             parts.hooks.remove(entry.name)
             parts.canaries.remove(entry.name)
             await factory.retire(entry, proxy: proxy)
-        }
-        let before = Dictionary(uniqueKeysWithValues: plan.old.providers.map { ($0.name, $0) })
-        for provider in restarted {
-            guard let old = before[provider.name] else { continue }
-            try? await parts.proxies.apply(old, plan.old, socket: parts.api.settings, logger: parts.logger)
         }
         try? await fetcher?.shutdown()
     }
@@ -169,8 +174,10 @@ final class Reloader: Sendable {
                 provider.configuration, lifecycleProfile: new[Keys.lifecyclePlatform], jitter: new[Keys.refreshJitter],
                 cookieSecure: new[Keys.cookieSecure])
         }
-        // 3. Now the new lists, names and routes.
+        // 3. Now the new lists, names and routes, the proxies' among them.
         parts.listeners.reconfigure(new, logger: logger)
+        for (controller, change) in prepared.proxies { await controller.commit(change) }
+        for (entry, proxy) in prepared.added { parts.proxies.insert(proxy, for: entry.name) }
         for (_, provider) in plan.kept {
             guard let entry = parts.providers.named(provider.name) else { continue }
             entry.update(.init(identity: provider.identity, domainName: provider.domainName, access: access(provider, prepared)))

@@ -23,44 +23,108 @@ package actor ProxyController {
 
     private var board: ProxyBoard { entry.board }
 
-    /// Makes the running proxy what `settings` say (nil: none). On failure the proxy stays as it was.
-    /// `inherited`: the listening socket the service manager passed for this proxy, used when a new
-    /// listener is made.
+    /// What a reload makes of this proxy, made ready by `prepare` and put in force by `commit`,
+    /// or let go by `discard`.
+    package struct Change: Sendable {
+        fileprivate enum Kind: Sendable {
+            case unchanged
+            /// `proxy.listen` is no longer set: the proxy stops.
+            case off
+            /// The same listener with new settings: the route is made (its TLS context too).
+            case update(ProxySettings, ProxyRoute)
+            /// A new listener, bound; the old one, if any, stops at the commit. `freed`: the old
+            /// one listened on the same address and was stopped already (an address cannot be
+            /// bound twice), so a discard starts its settings again.
+            case replace(ProxyServer, freed: ProxyServer?)
+        }
+        fileprivate let kind: Kind
+    }
+
+    /// Makes the running proxy what `settings` say (nil: none); on failure it stays as it was.
+    /// `inherited`: the listening socket the service manager passed for this proxy, used when a
+    /// new listener is made.
     package func apply(_ settings: ProxySettings?, connection: ConnectionSettings, inherited: CInt? = nil) async throws(ProxyFailure) {
+        await commit(try await prepare(settings, connection: connection, inherited: inherited))
+    }
+
+    /// Makes ready what can fail (the route's TLS context, a new listener) without touching the
+    /// proxy that serves, with one exception: a listener whose address stays but whose mode or
+    /// threads change is stopped first, since its address cannot be bound twice.
+    package func prepare(_ settings: ProxySettings?, connection: ConnectionSettings, inherited: CInt? = nil) async throws(ProxyFailure) -> Change {
         switch (server, settings) {
         case (nil, nil):
-            return
-        case (let running?, nil):
-            await running.stop(grace: Self.grace)
-            server = nil
-            board.off()
-            logger.notice("proxy stopped (proxy.listen is no longer set)")
+            return Change(kind: .unchanged)
+        case (.some, nil):
+            return Change(kind: .off)
         case (let running?, let settings?) where running.settings.sameListener(as: settings):
-            let upstreamChanged = running.context.route.settings.upstream != settings.upstream
-            try running.context.update(settings, connection: connection)
-            if upstreamChanged { running.context.pools.closeIdle() }
-            board.serving(settings, at: running.address)
+            return Change(kind: .update(settings, try running.context.route(for: settings, connection: connection)))
         case (let running, let settings?):
             let replacement = try ProxyServer(
                 entry: entry, settings: settings, connection: connection, metrics: metrics, budget: budget, logger: logger)
-            // The same address must be let go before it can be bound again; another is bound first,
-            // so that a failure leaves the old one serving.
+            var freed: ProxyServer?
             if let running, running.settings.listen == settings.listen {
                 await running.stop(grace: Self.grace)
                 server = nil
                 board.off()
+                freed = running
             }
-            try await replacement.start(inherited: inherited)
-            if let running = server { await running.stop(grace: Self.grace) }
+            do {
+                try await replacement.start(inherited: inherited)
+            } catch {
+                if let freed { try? await restart(freed) }
+                throw error
+            }
+            return Change(kind: .replace(replacement, freed: freed))
+        }
+    }
+
+    /// Puts a prepared change in force; it cannot fail. A listener it replaces has stopped when it returns.
+    package func commit(_ change: Change) async {
+        switch change.kind {
+        case .unchanged:
+            return
+        case .off:
+            guard let running = server else { return }
+            server = nil
+            board.off()
+            await running.stop(grace: Self.grace)
+            logger.notice("proxy stopped (proxy.listen is no longer set)")
+        case .update(let settings, let route):
+            guard let running = server else { return }
+            let upstreamChanged = running.context.route.settings.upstream != settings.upstream
+            running.context.install(route)
+            if upstreamChanged { running.context.pools.closeIdle() }
+            board.serving(settings, at: running.address)
+        case .replace(let replacement, _):
+            let replaced = server
             server = replacement
-            board.serving(settings, at: replacement.address)
+            board.serving(replacement.settings, at: replacement.address)
             logger.info(
                 "proxy serving",
                 metadata: [
-                    "proxy.listen": "\(replacement.address)", "proxy.upstream": "\(settings.upstream.url)",
-                    "proxy.tokenIn": "\(settings.tokenIn.rawValue)",
+                    "proxy.listen": "\(replacement.address)", "proxy.upstream": "\(replacement.settings.upstream.url)",
+                    "proxy.tokenIn": "\(replacement.settings.tokenIn.rawValue)",
                 ])
+            await replaced?.stop(grace: Self.grace)
         }
+    }
+
+    /// Lets go of a prepared change that will not be committed: a listener bound for it stops,
+    /// and one stopped to free its address starts again.
+    package func discard(_ change: Change) async {
+        guard case .replace(let replacement, let freed) = change.kind else { return }
+        await replacement.stop(grace: Self.grace)
+        if let freed { try? await restart(freed) }
+    }
+
+    /// A stopped proxy's settings and limits, on its own address again, after a replacement
+    /// there failed or was let go.
+    private func restart(_ old: ProxyServer) async throws(ProxyFailure) {
+        let server = try ProxyServer(
+            entry: entry, settings: old.settings, connection: old.context.route.connection, metrics: metrics, budget: budget, logger: logger)
+        try await server.start()
+        self.server = server
+        board.serving(old.settings, at: server.address)
     }
 
     /// Where the proxy listens, as bound; nil when it is off.

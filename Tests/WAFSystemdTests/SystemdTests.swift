@@ -87,6 +87,24 @@ struct SystemdTests {
         notify.close()
     }
 
+    @Test("a wedged provider does not hold the stop up: SIGTERM ends the daemon within the providers' 5 s limit, with exit 1 and why")
+    func wedgedProviderStop() async throws {
+        let notify = try NotifySocket(abstract: false)
+        try await withDaemon(
+            environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "1"],
+            executable: "waf-tokend-wedge"
+        ) { _, daemon in
+            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
+            try await Task.sleep(for: .milliseconds(300))
+            let stopped = ContinuousClock.now
+            daemon.signal(SIGTERM)
+            #expect(await daemon.waitForExit(timeout: .seconds(30)) == 1, "a stop that left a provider behind is a failure")
+            #expect(ContinuousClock.now - stopped < .seconds(15), "the stop took \(ContinuousClock.now - stopped)")
+            #expect(daemon.stderr.contains("a provider did not stop within 5"), "the log says why: \(daemon.stderr.suffix(600))")
+        }
+        notify.close()
+    }
+
     @Test("a watchdog meant for another process (WATCHDOG_PID) is not pinged")
     func watchdogForAnotherProcess() async throws {
         let notify = try NotifySocket(abstract: false)

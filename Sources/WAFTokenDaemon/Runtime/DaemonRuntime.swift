@@ -102,9 +102,11 @@ struct DaemonRuntime {
                     "providers": "\(providers.names.joined(separator: ","))",
                     "platform": "\(configuration[Keys.lifecyclePlatform].rawValue)",
                 ])
-            // Stopped in reverse: the server first (no new requests), storage last (every write done).
+            // Stopped in reverse: the server first (no new requests), then the providers, storage
+            // last (every write done).
             let services: [any Service] = [
                 parts.persistence,
+                ProvidersService(providers: providers, hooks: parts.hooks, canaries: parts.canaries, limit: Self.providerStopLimit),
                 ReadinessService(
                     providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
                 signals,
@@ -159,37 +161,11 @@ struct DaemonRuntime {
             code = DaemonFailure.Code.failure.rawValue
             failed = true
         }
-        parts.hooks.stopAll()
-        await parts.canaries.stopAll()
-        if await !stopProviders(within: Self.providerStopLimit) {
-            logger.error("a provider did not stop within \(Self.providerStopLimit); exiting without it")
-            code = DaemonFailure.Code.failure.rawValue
-        }
         parts.persistence.flush()
         await parts.fetcher.shutdown()
         logger.info("stopped")
         // Under exec, the child's status, unless the daemon's own part failed: then the child was
         // stopped for it, and a clean end of the child must not hide the failure.
         return failed ? code : exec?.exitStatus.withLockedValue({ $0 }) ?? code
-    }
-
-    /// Stops every provider; false when they did not all stop within `limit`: a wedged provider
-    /// must not hold the stop up for ever. The stop blocks its thread, so it runs on a queue of
-    /// its own, and whichever comes first, the stop or the limit, answers.
-    private func stopProviders(within limit: Duration) async -> Bool {
-        let entries = parts.providers.all
-        return await withCheckedContinuation { continuation in
-            let first = Once()
-            DispatchQueue(label: "waf-tokend.stop").async {
-                for entry in entries { entry.provider.shutdown() }
-                if first.claim() { continuation.resume(returning: true) }
-            }
-            let (seconds, attoseconds) = limit.components
-            DispatchQueue(label: "waf-tokend.stop-limit").asyncAfter(
-                deadline: .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-            ) {
-                if first.claim() { continuation.resume(returning: false) }
-            }
-        }
     }
 }

@@ -1,6 +1,7 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOPosix
 import Testing
 import WAFTestSupport
 import WAFTestTraits
@@ -30,19 +31,19 @@ struct UpstreamLookupTests {
         var started: Int { counts.withLockedValue { $0.started } }
         var finished: Int { counts.withLockedValue { $0.finished } }
 
-        func lookUp(_ host: String, _ port: Int, _ family: CInt) throws -> [SocketAddress] {
+        func lookUp(_ host: String, _ port: Int) throws -> [SocketAddress] {
             counts.withLockedValue { $0.started += 1 }
             defer { counts.withLockedValue { $0.finished += 1 } }
             let (seconds, attoseconds) = delay.components
             usleep(UInt32(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
-            return family == AF_INET ? [try SocketAddress(ipAddress: "127.0.0.1", port: 1)] : []
+            return [try SocketAddress(ipAddress: "127.0.0.1", port: 1)]
         }
     }
 
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A proxy at `path` to `upstream`, its provider holding a token, its lookups `lookups`'.
-    static func proxy(at path: String, upstream: String, lookups: SlowLookups) throws -> ProxyServer {
+    static func proxy(at path: String, upstream: String, lookups: SlowLookups, resolver: UpstreamResolver? = nil) throws -> ProxyServer {
         let scheduler = VirtualScheduler()
         let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
         let provider = WAFTokenProvider(
@@ -58,22 +59,47 @@ struct UpstreamLookupTests {
         return try ProxyServer(
             entry: ProviderEntry(name: "default", provider: provider, access: policy), settings: try #require(ProxySettings(configuration)),
             connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), metrics: ProxyRouteTests.NoMetrics(),
-            budget: MemoryBudget(total: 16 << 20), logger: quiet, resolver: UpstreamResolver(lookUp: lookups.lookUp))
+            budget: MemoryBudget(total: 16 << 20), logger: quiet, resolver: resolver ?? UpstreamResolver(lookUp: lookups.lookUp))
     }
 
-    @Test("A stop lets the lookup under way finish before the loops shut down, and the lookups queued behind it never run")
-    func stopWaitsForLookups() async throws {
+    @Test("A stop answers every lookup not answered yet while the loops run, at once; the lookups queued never run")
+    func stopAnswersLookups() async throws {
         let path = try scratchDirectory("waf-proxy-lookups").appendingPathComponent("proxy.sock").path
-        let lookups = SlowLookups(delay: .milliseconds(300))
-        let server = try Self.proxy(at: path, upstream: "https://upstream.example.com/", lookups: lookups)
+        let lookups = SlowLookups(delay: .milliseconds(500))
+        let resolver = UpstreamResolver(lookUp: lookups.lookUp)
+        let server = try Self.proxy(at: path, upstream: "https://upstream.example.com/", lookups: lookups, resolver: resolver)
         try await server.start()
         let clients = try (0..<20).map { _ in try RawSocket(path: path) }
         for client in clients { client.send("GET / HTTP/1.1\r\nHost: a\r\n\r\n") }
-        #expect(await eventually { lookups.started > 0 }, "a request began a lookup")
+        #expect(await eventually { lookups.started > 0 && resolver.running == 20 }, "each request began a lookup (\(resolver.running))")
+        let stopping = ContinuousClock.now
         await server.stop(grace: .milliseconds(100))
-        let (started, finished) = (lookups.started, lookups.finished)
-        #expect(started == finished, "the stop returned (the loops shut down) while \(started - finished) lookup(s) still ran")
-        #expect(started < 20, "the lookups queued behind the one under way were dropped, not run one by one (\(started) ran)")
+        #expect(ContinuousClock.now - stopping < .milliseconds(450), "the stop waited for the name server")
+        #expect(resolver.running == 0, "every lookup was answered before the loops shut down")
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(lookups.started == 1, "the lookups queued behind the one under way never ran (\(lookups.started) ran)")
+    }
+
+    @Test("One getaddrinfo answers a connect's AAAA and A queries; one the connect no longer wants is never run; after the stop none begins")
+    func oneLookupPerConnect() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let lookups = SlowLookups(delay: .milliseconds(200))
+        let resolver = UpstreamResolver(lookUp: lookups.lookUp)
+        let loop = group.next()
+        let first = resolver.query(on: loop)
+        let (v6, v4) = (first.initiateAAAAQuery(host: "a.example.com", port: 443), first.initiateAQuery(host: "a.example.com", port: 443))
+        let second = resolver.query(on: loop)
+        _ = second.initiateAAAAQuery(host: "b.example.com", port: 443)
+        try await loop.submit { second.cancelQueries() }.get()
+        let (found4, found6) = (try await v4.get(), try await v6.get())
+        #expect(found4.count == 1 && found6.isEmpty, "the A answer has the address, the AAAA answer none")
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(lookups.started == 1, "the cancelled lookup never ran")
+        resolver.stop()
+        let late = resolver.query(on: loop).initiateAQuery(host: "c.example.com", port: 443)
+        await #expect(throws: (any Error).self) { try await late.get() }
+        #expect(lookups.started == 1, "no lookup begins after the stop")
+        try await group.shutdownGracefully()
     }
 
     @Test("An upstream given as an address is connected to without a lookup: nothing of a connect runs off its loop")

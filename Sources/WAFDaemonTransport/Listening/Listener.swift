@@ -50,10 +50,14 @@ package final class Listener: Sendable {
         case inherited(CInt)
     }
 
-    /// Binds `address`; every accepted connection gets `configure` (on its event loop).
-    package func start(_ address: Address, configure: @escaping @Sendable (any Channel) throws -> Void) async throws(ListenerFailure) {
+    /// Binds `address`; every accepted connection gets `configure` (on its event loop). Not
+    /// `accepting`: bound, with connections left in the kernel's queue until `startAccepting()`.
+    package func start(
+        _ address: Address, accepting: Bool = true, configure: @escaping @Sendable (any Channel) throws -> Void
+    ) async throws(ListenerFailure) {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
+            .serverChannelOption(.autoRead, value: accepting)
             .serverChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let limiter = AcceptLimitHandler(listener: name, logger: logger)
@@ -97,13 +101,25 @@ package final class Listener: Sendable {
         }
     }
 
+    /// A listener bound with `accepting: false` takes its connections from now on.
+    package func startAccepting() {
+        guard let channel = state.withLockedValue({ $0.channel }) else { return }
+        channel.setOption(.autoRead, value: true).whenFailure { _ in channel.close(promise: nil) }
+    }
+
+    /// A listener that will never start (what it was made for failed): its threads end.
+    package func discard() {
+        group.shutdownGracefully { _ in }
+    }
+
     /// Where it listens, as bound: a path, or an address with the port (the one the system chose
     /// for port 0).
     package var localAddress: SocketAddress? { state.withLockedValue { $0.channel?.localAddress } }
 
     /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest.
     /// `settle` runs after every connection closed and before the loops shut down: work that
-    /// still completes on them from outside (a host-name lookup) finishes there.
+    /// would complete on them from another thread is ended there (the proxy fails the host-name
+    /// lookups not answered yet).
     package func stop(grace: Duration, settle: @Sendable () async -> Void = {}) async {
         let (channel, ownedPath) = state.withLockedValue { ($0.channel, $0.ownedPath) }
         try? await channel?.close()

@@ -19,23 +19,35 @@ final class ProxyServer: Sendable {
         logger: Logger, resolver: UpstreamResolver = UpstreamResolver()
     ) throws(ProxyFailure) {
         let gate = LoopGate()
-        listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
+        let listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
         self.settings = settings
-        context = try ProxyContext(
-            entry: entry, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics, logger: logger,
-            budget: budget, resolver: resolver)
+        do {
+            context = try ProxyContext(
+                entry: entry, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
+                logger: logger, budget: budget, resolver: resolver)
+        } catch {
+            // Its threads would outlive it: a reload refused for a bad CA file leaks none.
+            listener.discard()
+            throw error
+        }
+        self.listener = listener
     }
 
-    /// Starts serving: on `inherited` when the service manager passed the listening socket.
-    func start(inherited: CInt? = nil) async throws(ProxyFailure) {
+    /// Starts serving: on `inherited` when the service manager passed the listening socket; not
+    /// `accepting`, bound only until `startAccepting()`.
+    func start(inherited: CInt? = nil, accepting: Bool = true) async throws(ProxyFailure) {
         let peer: PeerCredentialsSource = if case .unix = settings.listen { .socket } else { LoopbackPeer.source }
         let address = inherited.map { .inherited($0) } ?? settings.listen.listenerAddress(mode: settings.mode)
         do {
-            try await listener.start(address) { [context] channel in try Self.configure(channel, proxy: context, peer: peer) }
+            try await listener.start(address, accepting: accepting) { [context] channel in
+                try Self.configure(channel, proxy: context, peer: peer)
+            }
         } catch {
             throw .listener(error)
         }
     }
+
+    func startAccepting() { listener.startAccepting() }
 
     /// Where it listens as bound (a loopback port 0 becomes the port the system chose).
     var address: String {
@@ -48,18 +60,9 @@ final class ProxyServer: Sendable {
         // Idle upstream connections go now, while their loops run; those that requests in flight
         // give back later close with the loops.
         context.pools.closeIdle()
-        await listener.stop(grace: grace) { [resolver = context.pools.resolver] in
-            // A lookup cannot be cancelled; one the name server holds past this is let go, and
-            // SwiftNIO reports its answer on a closed loop (docs/decisions.md).
-            resolver.stop()
-            let deadline = ContinuousClock.now + Self.lookupWait
-            while resolver.running > 0, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(10)) }
-        }
+        // Host-name lookups not answered yet fail while the loops still run (issue 36).
+        await listener.stop(grace: grace) { [resolver = context.pools.resolver] in resolver.stop() }
     }
-
-    /// How long a stop waits for host-name lookups in flight: glibc's default for one name server
-    /// is 5 s per try.
-    static let lookupWait = Duration.seconds(5)
 
     static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {
         if let options = channel.syncOptions {

@@ -28,7 +28,8 @@ extension Keys {
         "proxy.allowedGroups", default: "the provider's allowedGroups (top level: socket.allowedGroups)",
         help: "Groups whose members may use the proxy (names or gids).", scope: .perProvider)
     public static let proxyThreads = integer(
-        "proxy.threads", 1...64, default: 1, help: "Event-loop threads of the proxy.", scope: .perProvider)
+        "proxy.threads", 1...64, default: 1, help: "Event-loop threads of the proxy.", reload: false,
+        scope: .perProvider)
 
     /// In the order `--help` and the reference show them.
     static let proxyKeys: [KeySpec] = [
@@ -84,10 +85,5 @@ package struct ProxySettings: Sendable, Equatable {
         narrowing = daemon.proxyNarrowing(of: provider)
         threads = provider[Keys.proxyThreads]
         caFile = daemon[Keys.tokenServiceCAFile]
-    }
-
-    /// The settings a reload can apply to a running listener; the rest needs a new one.
-    package func sameListener(as other: ProxySettings) -> Bool {
-        listen == other.listen && mode == other.mode && threads == other.threads
     }
 }

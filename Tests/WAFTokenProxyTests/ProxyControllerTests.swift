@@ -38,12 +38,12 @@ struct ProxyControllerTests {
 
         var connection: ConnectionSettings { .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)) }
 
-        func settings(listen: String, upstream: String, threads: Int = 1) throws -> ProxySettings {
+        func settings(listen: String, upstream: String, mode: String = "0660", threads: Int = 1) throws -> ProxySettings {
             let configuration = try ConfigurationLoader.load(
                 ConfigurationSources(
                     commandLine: [
                         "applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": listen, "proxy.upstream": upstream,
-                        "proxy.threads": String(threads),
+                        "proxy.threads": String(threads), "proxy.mode": mode,
                     ], file: "/dev/null")
             ).get()
             return try #require(ProxySettings(configuration))
@@ -77,7 +77,7 @@ struct ProxyControllerTests {
         let change = try await fixture.controller.prepare(
             try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/b"), connection: fixture.connection)
         #expect(Self.upstreamPath(at: path) == "/a", "prepared, not committed: the old route serves")
-        await fixture.controller.commit(change)
+        await fixture.controller.commit(change).stop()
         #expect(Self.upstreamPath(at: path) == "/b", "committed: the new route serves")
         await fixture.controller.stop()
     }
@@ -98,21 +98,37 @@ struct ProxyControllerTests {
 
         let change = try await fixture.controller.prepare(
             try fixture.settings(listen: new, upstream: "http://127.0.0.1:1/b"), connection: fixture.connection)
-        await fixture.controller.commit(change)
+        await fixture.controller.commit(change).stop()
         #expect(Self.upstreamPath(at: new) == "/b", "committed: the new listener serves")
         #expect(Self.upstreamPath(at: old) == nil, "committed: the old listener has stopped")
         await fixture.controller.stop()
     }
 
-    @Test("the same address with other threads: the old listener is stopped to free it, and a discard starts it again")
-    func sameAddressDiscardRestarts() async throws {
+    @Test("the same address with another mode keeps its listener (no moment unbound): the mode changes at the commit, in place")
+    func sameAddressKeepsItsListener() async throws {
         let path = try scratchDirectory("waf-proxy-controller").appendingPathComponent("proxy.sock").path
         let fixture = try Fixture()
-        try await fixture.controller.apply(try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/a"), connection: fixture.connection)
+        try await fixture.controller.apply(
+            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/a", mode: "0600"), connection: fixture.connection)
+        let inode = try #require(Self.inode(path))
         let change = try await fixture.controller.prepare(
-            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/b", threads: 2), connection: fixture.connection)
-        await fixture.controller.discard(change)
-        #expect(Self.upstreamPath(at: path) == "/a", "the old settings serve again on their address")
+            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/b", mode: "0666", threads: 2), connection: fixture.connection)
+        #expect(Self.mode(path) == 0o600, "prepared: the mode is the old one")
+        #expect(Self.upstreamPath(at: path) == "/a")
+        await fixture.controller.commit(change).stop()
+        #expect(Self.mode(path) == 0o666, "committed: the new mode, on the same socket")
+        #expect(Self.inode(path) == inode, "the listener was not bound again")
+        #expect(Self.upstreamPath(at: path) == "/b")
         await fixture.controller.stop()
+    }
+
+    static func mode(_ path: String) -> mode_t? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_mode & 0o777 : nil
+    }
+
+    static func inode(_ path: String) -> ino_t? {
+        var info = stat()
+        return lstat(path, &info) == 0 ? info.st_ino : nil
     }
 }

@@ -32,7 +32,7 @@ final class ProxyControllers: Sendable {
     ) async throws(DaemonFailure) {
         guard let controller = self[provider.name] else { return }
         let change = try await Self.prepare(controller, provider, configuration, socket: socket, logger: logger, inherited: inherited)
-        await controller.commit(change)
+        await controller.commit(change).stop()
     }
 
     /// A reload's change of `controller`, the proxy of `provider`, made ready (`ProxyController.prepare`).

@@ -17,16 +17,15 @@ import WAFTokenStorage
 ///
 /// A reload runs in two steps: `prepare` computes everything that can fail (a new token-service
 /// client, the providers added, each proxy's change: a route with its TLS context, or a new
-/// listener) without changing what serves, and lets it go when one part fails; then `commit`,
-/// which cannot fail, puts it all in force, the proxies' routes with the new access lists. The
-/// one thing `prepare` changes in place is a proxy whose address stays while its mode or threads
-/// change: its listener stops first (an address cannot be bound twice), and starts again if the
-/// reload is refused.
+/// listener bound but not accepting) without changing what serves, and lets it all go when one
+/// part fails; then `commit`, which cannot fail, puts it in force, the proxies' routes with the
+/// new access lists. Once the daemon's stop began (`close`), no reload starts.
 final class Reloader: Sendable {
     private struct State {
         var configuration: DaemonConfiguration
         var running = false
         var again = false
+        var closed = false
     }
 
     /// What `prepare` made, for `commit` to put in place (or to undo).
@@ -54,6 +53,7 @@ final class Reloader: Sendable {
 
     func reload() async {
         let start = state.withLockedValue { state -> Bool in
+            if state.closed { return false }
             if state.running {
                 state.again = true
                 return false
@@ -69,9 +69,16 @@ final class Reloader: Sendable {
             parts.status.report()
         } while state.withLockedValue { state in
             defer { state.again = false }
-            state.running = state.again
-            return state.again
+            state.running = state.again && !state.closed
+            return state.running
         }
+    }
+
+    /// The daemon stops: no reload begins from now on, and the one under way, if any, has ended
+    /// when this returns, so the providers and proxies the stop stops are all there are.
+    func close() async {
+        state.withLockedValue { $0.closed = true }
+        while state.withLockedValue({ $0.running }) { try? await Task.sleep(for: .milliseconds(20)) }
     }
 
     private func reloadOnce() async {
@@ -128,9 +135,9 @@ final class Reloader: Sendable {
         return Prepared(plan: plan, fetcher: fetcher, added: added, socket: socket, proxies: proxies)
     }
 
-    /// Takes back what `prepare` did before it failed: the proxies' changes it made ready, the
-    /// providers it made, the client it built. The proxies that serve were not touched (but for
-    /// one whose address had to be freed, which `discard` starts again).
+    /// Takes back what `prepare` did before it failed: the proxies' changes it made ready (a new
+    /// listener, which accepted nothing), the providers it made, the client it built. The proxies
+    /// that serve were not touched.
     private func undo(
         added: [(entry: ProviderEntry, proxy: ProxyController)], proxies: [(controller: ProxyController, change: ProxyController.Change)],
         fetcher: HTTPTokenFetcher?
@@ -176,7 +183,8 @@ final class Reloader: Sendable {
         }
         // 3. Now the new lists, names and routes, the proxies' among them.
         parts.listeners.reconfigure(new, logger: logger)
-        for (controller, change) in prepared.proxies { await controller.commit(change) }
+        var retired: [ProxyController.Retired] = []
+        for (controller, change) in prepared.proxies { retired.append(await controller.commit(change)) }
         for (entry, proxy) in prepared.added { parts.proxies.insert(proxy, for: entry.name) }
         for (_, provider) in plan.kept {
             guard let entry = parts.providers.named(provider.name) else { continue }
@@ -213,6 +221,11 @@ final class Reloader: Sendable {
             if let entry = parts.providers.named(name), let token = entry.currentToken?.token {
                 parts.broadcaster.publish(.tokenUpdated(token, origin: .fetched), provider: name)
             }
+        }
+        // 5. The proxies' old listeners finish their requests in flight, together, now that
+        //    nothing above waits for them.
+        await withTaskGroup(of: Void.self) { group in
+            for listener in retired { group.addTask { await listener.stop() } }
         }
     }
 

@@ -13,6 +13,7 @@ struct ListenersService: Service {
 
     let listeners: APIListeners
     let proxies: ProxyControllers
+    let reloader: Reloader
     let broadcaster: EventBroadcaster
     let notifier: any ServiceNotifier
     let logger: Logger
@@ -20,6 +21,8 @@ struct ListenersService: Service {
     func run() async {
         try? await gracefulShutdown()
         logger.info("stopping")
+        // No reload starts proxies or providers behind the stop: the one under way ends first.
+        await reloader.close()
         notifier.stopping()
         broadcaster.finishAll()
         await withTaskGroup(of: Void.self) { group in

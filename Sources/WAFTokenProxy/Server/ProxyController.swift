@@ -12,6 +12,7 @@ package actor ProxyController {
     private let budget: MemoryBudget
     private let logger: Logger
     private var server: ProxyServer?
+    private var stopped = false
     package static let grace = Duration.seconds(5)
 
     package init(entry: ProviderEntry, metrics: any ProxyMetrics, budget: MemoryBudget, logger: Logger) {
@@ -30,74 +31,90 @@ package actor ProxyController {
             case unchanged
             /// `proxy.listen` is no longer set: the proxy stops.
             case off
-            /// The same listener with new settings: the route is made (its TLS context too).
+            /// The same address with new settings: the route is made (its TLS context too).
             case update(ProxySettings, ProxyRoute)
-            /// A new listener, bound; the old one, if any, stops at the commit. `freed`: the old
-            /// one listened on the same address and was stopped already (an address cannot be
-            /// bound twice), so a discard starts its settings again.
-            case replace(ProxyServer, freed: ProxyServer?)
+            /// Another address: a new listener, bound but not accepting until the commit.
+            case replace(ProxyServer)
         }
         fileprivate let kind: Kind
+    }
+
+    /// A listener a commit took out of service: stopped by `stop()`, which waits for its
+    /// requests in flight (at most `grace`), after the rest of the reload is in force.
+    package struct Retired: Sendable {
+        fileprivate let server: ProxyServer?
+
+        package func stop() async { await server?.stop(grace: ProxyController.grace) }
     }
 
     /// Makes the running proxy what `settings` say (nil: none); on failure it stays as it was.
     /// `inherited`: the listening socket the service manager passed for this proxy, used when a
     /// new listener is made.
     package func apply(_ settings: ProxySettings?, connection: ConnectionSettings, inherited: CInt? = nil) async throws(ProxyFailure) {
-        await commit(try await prepare(settings, connection: connection, inherited: inherited))
+        await commit(try await prepare(settings, connection: connection, inherited: inherited)).stop()
     }
 
     /// Makes ready what can fail (the route's TLS context, a new listener) without touching the
-    /// proxy that serves, with one exception: a listener whose address stays but whose mode or
-    /// threads change is stopped first, since its address cannot be bound twice.
+    /// proxy that serves. A new listener accepts no connection before the commit: none is served
+    /// under lists a refused reload never put in force.
     package func prepare(_ settings: ProxySettings?, connection: ConnectionSettings, inherited: CInt? = nil) async throws(ProxyFailure) -> Change {
+        guard !stopped else { throw .settings("the proxy is stopping") }
         switch (server, settings) {
         case (nil, nil):
             return Change(kind: .unchanged)
         case (.some, nil):
             return Change(kind: .off)
-        case (let running?, let settings?) where running.settings.sameListener(as: settings):
+        case (let running?, let settings?) where running.settings.listen == settings.listen:
+            // The address stays, and so does its listener: rebinding it would leave a moment in
+            // which another uid could take a loopback port, and a socket systemd passed cannot be
+            // bound again. Its mode changes in place; its threads at the next start.
             return Change(kind: .update(settings, try running.context.route(for: settings, connection: connection)))
-        case (let running, let settings?):
+        case (_, let settings?):
             let replacement = try ProxyServer(
                 entry: entry, settings: settings, connection: connection, metrics: metrics, budget: budget, logger: logger)
-            var freed: ProxyServer?
-            if let running, running.settings.listen == settings.listen {
-                await running.stop(grace: Self.grace)
-                server = nil
-                board.off()
-                freed = running
-            }
             do {
-                try await replacement.start(inherited: inherited)
+                try await replacement.start(inherited: inherited, accepting: false)
             } catch {
-                if let freed { try? await restart(freed) }
+                await replacement.stop(grace: .zero)
                 throw error
             }
-            return Change(kind: .replace(replacement, freed: freed))
+            return Change(kind: .replace(replacement))
         }
     }
 
-    /// Puts a prepared change in force; it cannot fail. A listener it replaces has stopped when it returns.
-    package func commit(_ change: Change) async {
+    /// Puts a prepared change in force; it cannot fail. What it took out of service is returned,
+    /// to be stopped once the rest of the reload is in force too.
+    package func commit(_ change: Change) -> Retired {
+        guard !stopped else {
+            if case .replace(let replacement) = change.kind { return Retired(server: replacement) }
+            return Retired(server: nil)
+        }
         switch change.kind {
         case .unchanged:
-            return
+            return Retired(server: nil)
         case .off:
-            guard let running = server else { return }
+            let running = server
             server = nil
             board.off()
-            await running.stop(grace: Self.grace)
             logger.notice("proxy stopped (proxy.listen is no longer set)")
+            return Retired(server: running)
         case .update(let settings, let route):
-            guard let running = server else { return }
-            let upstreamChanged = running.context.route.settings.upstream != settings.upstream
+            guard let running = server else { return Retired(server: nil) }
+            let old = running.context.route.settings
             running.context.install(route)
-            if upstreamChanged { running.context.pools.closeIdle() }
+            if old.upstream != settings.upstream { running.context.pools.closeIdle() }
+            if old.mode != settings.mode, case .unix(let path) = settings.listen, !SocketFile.setMode(path, settings.mode) {
+                logger.warning("proxy.mode: cannot set mode 0\(String(settings.mode, radix: 8)) on \(path); it keeps its mode until the next start")
+            }
+            if old.threads != settings.threads {
+                logger.notice("proxy.threads: \(settings.threads) takes effect at the next start; the proxy keeps \(old.threads) until then")
+            }
             board.serving(settings, at: running.address)
-        case .replace(let replacement, _):
+            return Retired(server: nil)
+        case .replace(let replacement):
             let replaced = server
             server = replacement
+            replacement.startAccepting()
             board.serving(replacement.settings, at: replacement.address)
             logger.info(
                 "proxy serving",
@@ -105,34 +122,27 @@ package actor ProxyController {
                     "proxy.listen": "\(replacement.address)", "proxy.upstream": "\(replacement.settings.upstream.url)",
                     "proxy.tokenIn": "\(replacement.settings.tokenIn.rawValue)",
                 ])
-            await replaced?.stop(grace: Self.grace)
+            return Retired(server: replaced)
         }
     }
 
-    /// Lets go of a prepared change that will not be committed: a listener bound for it stops,
-    /// and one stopped to free its address starts again.
+    /// Lets go of a prepared change that will not be committed: a listener bound for it stops.
     package func discard(_ change: Change) async {
-        guard case .replace(let replacement, let freed) = change.kind else { return }
-        await replacement.stop(grace: Self.grace)
-        if let freed { try? await restart(freed) }
-    }
-
-    /// A stopped proxy's settings and limits, on its own address again, after a replacement
-    /// there failed or was let go.
-    private func restart(_ old: ProxyServer) async throws(ProxyFailure) {
-        let server = try ProxyServer(
-            entry: entry, settings: old.settings, connection: old.context.route.connection, metrics: metrics, budget: budget, logger: logger)
-        try await server.start()
-        self.server = server
-        board.serving(old.settings, at: server.address)
+        guard case .replace(let replacement) = change.kind else { return }
+        await replacement.stop(grace: .zero)
     }
 
     /// Where the proxy listens, as bound; nil when it is off.
     package var address: String? { server?.address }
 
+    /// Stops the proxy for good: a reload that comes after it changes nothing.
     package func stop() async {
-        await server?.stop(grace: Self.grace)
+        // Taken before the await: a commit that runs meanwhile finds it stopped, and leaves
+        // nothing listening that no one would stop.
+        stopped = true
+        let running = server
         server = nil
+        await running?.stop(grace: Self.grace)
     }
 }
 

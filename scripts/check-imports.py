@@ -150,8 +150,13 @@ for name, target in targets.items():
 # files at a module's root count as one folder, ".".
 TOP_DECLARATION = re.compile(
     r"^(?:(?:public|package|internal|private|fileprivate|final|indirect)\s+)*(?:struct|class|enum|protocol|actor|typealias)\s+([A-Z]\w*)", re.M)
-COMMENT = re.compile(r"//.*")
-MULTILINE_STRING = re.compile(r'"""[\s\S]*?"""')
+# Strings and comments, read in one pass from the left, so that a `//` inside a string ("https://")
+# or a quote inside a comment is not taken for the other.
+STRINGS_AND_COMMENTS = re.compile(r'#*"""[\s\S]*?"""#*|#*"(?:[^"\\\n]|\\.)*"#*|//[^\n]*|/\*[\s\S]*?\*/')
+
+
+def code_only(text):
+    return STRINGS_AND_COMMENTS.sub(lambda m: '""' if m.group(0).lstrip("#").startswith('"') else " ", text)
 
 
 def folder_graph(module_path):
@@ -160,8 +165,7 @@ def folder_graph(module_path):
         for file in files:
             if file.endswith(".swift"):
                 folder = os.path.relpath(root, module_path)
-                text = MULTILINE_STRING.sub('""', open(os.path.join(root, file), encoding="utf-8").read())
-                code[folder] = code.get(folder, "") + "\n" + STRING.sub('""', COMMENT.sub("", text))
+                code[folder] = code.get(folder, "") + "\n" + code_only(open(os.path.join(root, file), encoding="utf-8").read())
     home = {name: folder for folder, text in code.items() for name in TOP_DECLARATION.findall(text)}
     uses = {}
     for folder, text in code.items():

@@ -29,7 +29,7 @@ struct APIConnectionMachineTests {
 
     /// "200 kept" or "200 closed" for an answer written, else nil.
     static func wrote(_ action: APIConnectionMachine.Action) -> String? {
-        if case .write(_, let reply, _, let keepAlive) = action { "\(reply.status.code) \(keepAlive ? "kept" : "closed")" } else { nil }
+        if case .write(_, let reply, _, let keepAlive, _) = action { "\(reply.status.code) \(keepAlive ? "kept" : "closed")" } else { nil }
     }
 
     @Test("a request is read, routed with its body, answered, and the connection waits for the next")
@@ -115,6 +115,18 @@ struct APIConnectionMachineTests {
         #expect(Self.wrote(reading.bodyTimedOut()) == "408 closed")
         var idle = APIConnectionMachine()
         guard case .none = idle.bodyTimedOut() else { Issue.record("a timer of no request answered"); return }
+    }
+
+    @Test("a request whose head came before the stop and which then waits gets its stop-time answer by the stop's deadline, not at its own timeout")
+    func readBeforeTheStopThenWaits() throws {
+        let socket = try EmbeddedSocket(tokenFirst: false)
+        let loop = socket.channel.embeddedEventLoop
+        _ = try socket.exchange("GET /v1/token?wait=30 HTTP/1.1\r\nContent-Length: 2\r\n\r\na")
+        socket.channel.pipeline.fireUserInboundEventTriggered(ServerShutdownEvent(deadline: loop.now + .seconds(2)))
+        #expect(try socket.exchange("b").isEmpty, "no token yet, and the stop's deadline has not come")
+        loop.advanceTime(by: .seconds(2))
+        socket.settle()
+        #expect(try socket.written().statusCodes == [503], "answered with what there is at the stop, within its deadline")
     }
 
     /// One of each way a request is answered: at once with a body read (`PUT /v1/lifecycle`),

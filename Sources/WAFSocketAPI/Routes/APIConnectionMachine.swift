@@ -58,8 +58,8 @@ struct APIConnectionMachine {
         /// The request is complete: stop timing its body and route it (a body past the limit is
         /// answered 413 once the peer is known to be let in).
         case route(HTTPRequestHead, bodyTooLarge: Bool)
-        /// Write this answer; close after it unless `keepAlive`.
-        case write(HTTPRequestHead, HTTPReply, endpoint: String, keepAlive: Bool)
+        /// Write this answer to request `number`; close after it unless `keepAlive`.
+        case write(HTTPRequestHead, HTTPReply, endpoint: String, keepAlive: Bool, number: UInt64)
         /// The stop came while an answer is awaited: answer request `number` with `atStop()` by the stop's deadline.
         case answerAtStop(number: UInt64, atStop: @Sendable () -> HTTPReply)
         /// End the stream `id`, then close.
@@ -142,7 +142,7 @@ struct APIConnectionMachine {
         }
         let keepAlive = head.isKeepAlive && !close && !shuttingDown
         state = keepAlive ? .idle(last: number) : .closing
-        return .write(head, reply, endpoint: endpoint, keepAlive: keepAlive)
+        return .write(head, reply, endpoint: endpoint, keepAlive: keepAlive, number: number)
     }
 
     /// The endpoint answers later; returns the request's number, which the answer must carry.
@@ -157,6 +157,19 @@ struct APIConnectionMachine {
     mutating func arrived(_ reply: HTTPReply, for number: UInt64, shuttingDown: Bool) -> Action {
         guard case .awaiting(let awaiting) = state, awaiting.number == number else { return .none }
         return answered(reply, endpoint: awaiting.endpoint, close: false, shuttingDown: shuttingDown)
+    }
+
+    /// Whether request `number` is still the last one: no request after it has begun (its
+    /// answer's end may let the pipelining handler pass the next one on at once).
+    func isLast(_ number: UInt64) -> Bool {
+        switch state {
+        case .idle(let last): last == number
+        case .closing, .closed: true
+        case .reading(let reading): reading.number == number
+        case .routing(let routing): routing.number == number
+        case .awaiting(let awaiting): awaiting.number == number
+        case .streaming: false
+        }
     }
 
     // MARK: Streams

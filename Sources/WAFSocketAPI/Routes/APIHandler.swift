@@ -40,6 +40,9 @@ final class APIHandler: ChannelInboundHandler {
     private var bodyTimer: Scheduled<Void>?
     private var answerTimer: Scheduled<Void>?
     var pendingWait: WAFTokenWait?
+    /// The daemon's stop, once it began: a request read before it that then waits or streams
+    /// gets its stop-time answer or end too, not only those waiting when it came.
+    private var stop: ServerShutdownEvent?
 
     init(api: APIContext, connection: ConnectionState, restartDecoder: @escaping () -> Void) {
         self.api = api
@@ -61,12 +64,15 @@ final class APIHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if event is ServerShutdownEvent { perform(machine.stopBegan(), context, stop: event as? ServerShutdownEvent) }
+        if let stop = event as? ServerShutdownEvent {
+            self.stop = stop
+            perform(machine.stopBegan(), context)
+        }
         context.fireUserInboundEventTriggered(event)
     }
 
     /// Does what the machine decided.
-    private func perform(_ action: APIConnectionMachine.Action, _ context: ChannelHandlerContext, stop: ServerShutdownEvent? = nil) {
+    private func perform(_ action: APIConnectionMachine.Action, _ context: ChannelHandlerContext) {
         switch action {
         case .none:
             return
@@ -80,8 +86,8 @@ final class APIHandler: ChannelInboundHandler {
             bodyTimer?.cancel()
             bodyTimer = nil
             route(context, head, bodyTooLarge: bodyTooLarge)
-        case .write(let head, let reply, let endpoint, let keepAlive):
-            write(context, head, reply, endpoint: endpoint, keepAlive: keepAlive)
+        case .write(let head, let reply, let endpoint, let keepAlive, let number):
+            write(context, head, reply, endpoint: endpoint, keepAlive: keepAlive, number: number)
         case .answerAtStop(let number, let atStop):
             // It goes on waiting, and gets what there is when the stop's deadline comes.
             let due = max(context.eventLoop.now, (stop?.deadline ?? context.eventLoop.now) - Self.stopMargin)
@@ -170,7 +176,9 @@ final class APIHandler: ChannelInboundHandler {
     }
 
     /// Writes a complete answer, then tells the connection's guard the request is done.
-    private func write(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, endpoint: String, keepAlive: Bool) {
+    private func write(
+        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, _ response: HTTPReply, endpoint: String, keepAlive: Bool, number: UInt64
+    ) {
         releaseAwaiting()
         guard context.channel.isActive else { return }
         let version = HTTPVersion(major: 1, minor: head.version.minor == 0 ? 0 : 1)
@@ -182,7 +190,11 @@ final class APIHandler: ChannelInboundHandler {
         if !keepAlive { written.assumeIsolated().whenComplete { _ in context.close(promise: nil) } }
         api.metrics.countRequests(endpoint: endpoint, status: response.status.code)
         api.requestsServed.add(1, ordering: .relaxed)
-        context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
+        // The end may have let NIO's pipelining handler pass the next request on at once: the
+        // guard then heard it begin, and must not hear that this answer left the connection idle.
+        if machine.isLast(number) {
+            context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
+        }
         if keepAlive, Self.asksForUpgrade(head) { restartDecoder() }
     }
 
@@ -201,6 +213,7 @@ final class APIHandler: ChannelInboundHandler {
                 self.answerIfCurrent(number, context, onTimeout)
             }
         }
+        if stop != nil { perform(.answerAtStop(number: number, atStop: atStop), context) }
         return { [gate = api.loopGate] response in
             gate.execute(on: bound.eventLoop) {
                 guard let handler = bound.value.handler, let context = bound.value.context else { return }
@@ -229,8 +242,12 @@ final class APIHandler: ChannelInboundHandler {
 
     // MARK: Streams
 
-    /// `/v1/events` answered with a stream: the broadcaster's subscription `id`.
-    func streamStarted(id: UInt64) { machine.streamStarted(id: id) }
+    /// `/v1/events` answered with a stream: the broadcaster's subscription `id`. Once the stop
+    /// began, it ends at once.
+    func streamStarted(id: UInt64, _ context: ChannelHandlerContext) {
+        machine.streamStarted(id: id)
+        if stop != nil { finishStream(context) }
+    }
 
     var isStreaming: Bool { machine.isStreaming }
 

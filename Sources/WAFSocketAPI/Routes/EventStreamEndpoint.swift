@@ -49,7 +49,7 @@ extension APIHandler {
                 eventLoop: context.eventLoop, gate: api.loopGate, wants: wants, stillAllowed: stillAllowed,
                 send: { frame in bound.value.handler.sendFrame(frame, bound.value.context) },
                 finish: { bound.value.handler.finishStream(bound.value.context) }))
-        streamStarted(id: id)
+        streamStarted(id: id, context)
         for entry in entries {
             if let cached = entry.token(for: peer) {
                 let event = EventBroadcaster.TokenEvent(cached.token, origin: .fetched, provider: entry.name)

@@ -106,12 +106,15 @@ struct DaemonRuntime {
             // last (every write done).
             let services: [any Service] = [
                 parts.persistence,
-                ProvidersService(providers: providers, hooks: parts.hooks, canaries: parts.canaries, limit: Self.providerStopLimit),
+                ProvidersService(
+                    providers: providers, hooks: parts.hooks, canaries: parts.canaries, limit: Self.providerStopLimit, logger: logger),
                 ReadinessService(
                     providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
-                ListenersService(listeners: listeners, proxies: parts.proxies, broadcaster: broadcaster, notifier: notifier, logger: logger),
+                ListenersService(
+                    listeners: listeners, proxies: parts.proxies, reloader: reloader, broadcaster: broadcaster, notifier: notifier,
+                    logger: logger),
             ]
             let exec = execSettings.map { ExecService(settings: $0, providers: providers, persistence: parts.persistence, logger: logger) }
             return DaemonRuntime(services: services + (exec.map { [$0] } ?? []), parts: parts, exec: exec)
@@ -160,6 +163,9 @@ struct DaemonRuntime {
             logger.error("stopping after an error: \(error)")
             code = DaemonFailure.Code.failure.rawValue
             failed = true
+        }
+        if services.contains(where: { ($0 as? ProvidersService)?.wedged.withLockedValue({ $0 }) == true }) {
+            code = DaemonFailure.Code.failure.rawValue
         }
         parts.persistence.flush()
         await parts.fetcher.shutdown()

@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
 import WAFProviderRegistry
 import WAFTokenCore
@@ -9,25 +10,36 @@ import WAFTokenCore
 /// reverse order, and this one sits after storage and before the others: the listeners have
 /// stopped (no request waits on a provider any more), and storage, stopped after it, writes
 /// their last records. What follows the tokens out stops first: delivery hooks, then canaries.
-struct ProvidersService: Service {
+final class ProvidersService: Service, Sendable {
     let providers: ProviderSet
     let hooks: DeliveryHooks
     let canaries: Canaries
     /// A wedged provider must not hold the stop up for ever: past this the daemon exits without it.
     let limit: Duration
+    let logger: Logger
+    /// Set when a provider did not stop within the limit: the daemon then exits 1 without it (under
+    /// `exec`, with the child's status, as for any failure after the child ended).
+    let wedged = NIOLockedValueBox(false)
 
-    /// A provider did not stop within the limit: the daemon exits 1 without it.
-    struct Wedged: Error, CustomStringConvertible {
-        let limit: Duration
-        var description: String { "a provider did not stop within \(limit); exiting without it" }
+    init(providers: ProviderSet, hooks: DeliveryHooks, canaries: Canaries, limit: Duration, logger: Logger) {
+        self.providers = providers
+        self.hooks = hooks
+        self.canaries = canaries
+        self.limit = limit
+        self.logger = logger
     }
 
-    func run() async throws {
-        // Cancelled (another service failed) or asked to stop gracefully: either way they stop.
+    func run() async {
+        // Asked to stop gracefully, or cancelled because another service failed: either way
+        // they stop (in the second case without waiting for the listeners' drain).
         try? await gracefulShutdown()
         hooks.stopAll()
         await canaries.stopAll()
-        guard await Self.stop(providers.all, within: limit) else { throw Wedged(limit: limit) }
+        guard await Self.stop(providers.all, within: limit) else {
+            logger.error("a provider did not stop within \(limit); exiting without it")
+            wedged.withLockedValue { $0 = true }
+            return
+        }
     }
 
     /// Stops every provider; false when they did not all stop within `limit`. A provider's stop

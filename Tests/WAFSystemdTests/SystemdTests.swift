@@ -105,6 +105,27 @@ struct SystemdTests {
         notify.close()
     }
 
+    @Test("a reload held by a wedged provider does not hold the stop up: SIGTERM still ends the daemon, with exit 1")
+    func reloadHeldByAWedgedProvider() async throws {
+        let notify = try NotifySocket(abstract: false)
+        try await withDaemon(
+            environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "1"],
+            executable: "waf-tokend-wedge"
+        ) { _, daemon in
+            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
+            try await Task.sleep(for: .milliseconds(300))
+            // The reload asks the wedged provider for its state, and never gets an answer.
+            daemon.signal(SIGHUP)
+            try await Task.sleep(for: .milliseconds(300))
+            let stopped = ContinuousClock.now
+            daemon.signal(SIGTERM)
+            #expect(await daemon.waitForExit(timeout: .seconds(40)) == 1, "the stop ended, a failure")
+            #expect(ContinuousClock.now - stopped < .seconds(25), "the stop took \(ContinuousClock.now - stopped)")
+            #expect(daemon.stderr.contains("a reload did not end within 5"), "the log says why: \(daemon.stderr.suffix(600))")
+        }
+        notify.close()
+    }
+
     @Test("a watchdog meant for another process (WATCHDOG_PID) is not pinged")
     func watchdogForAnotherProcess() async throws {
         let notify = try NotifySocket(abstract: false)

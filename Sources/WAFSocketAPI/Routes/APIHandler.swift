@@ -39,6 +39,8 @@ final class APIHandler: ChannelInboundHandler {
     /// holding it until RET-3 while fetches fail (TENANT-12).
     private var bodyTimer: Scheduled<Void>?
     private var answerTimer: Scheduled<Void>?
+    /// When `answerTimer` fires.
+    private var answerDue: NIODeadline?
     var pendingWait: WAFTokenWait?
     /// The daemon's stop, once it began: a request read before it that then waits or streams
     /// gets its stop-time answer or end too, not only those waiting when it came.
@@ -89,8 +91,11 @@ final class APIHandler: ChannelInboundHandler {
         case .write(let head, let reply, let endpoint, let keepAlive, let number):
             write(context, head, reply, endpoint: endpoint, keepAlive: keepAlive, number: number)
         case .answerAtStop(let number, let atStop):
-            // It goes on waiting, and gets what there is when the stop's deadline comes.
+            // It goes on waiting, and gets what there is when the stop's deadline comes, unless
+            // its own timeout comes first.
             let due = max(context.eventLoop.now, (stop?.deadline ?? context.eventLoop.now) - Self.stopMargin)
+            if let answerDue, answerDue <= due { return }
+            answerDue = due
             answerTimer?.cancel()
             answerTimer = context.eventLoop.assumeIsolated().scheduleTask(deadline: due) {
                 self.answerIfCurrent(number, context, atStop())
@@ -110,6 +115,7 @@ final class APIHandler: ChannelInboundHandler {
     private func releaseAwaiting() {
         answerTimer?.cancel()
         answerTimer = nil
+        answerDue = nil
         pendingWait?.cancel()
         pendingWait = nil
     }
@@ -209,6 +215,7 @@ final class APIHandler: ChannelInboundHandler {
         // client gone meanwhile must not be kept alive by it.
         let bound = NIOLoopBound(AnswerTarget(handler: self, context: context), eventLoop: context.eventLoop)
         if let timeout, let onTimeout {
+            answerDue = context.eventLoop.now + timeout
             answerTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
                 self.answerIfCurrent(number, context, onTimeout)
             }

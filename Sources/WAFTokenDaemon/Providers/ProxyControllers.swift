@@ -8,6 +8,7 @@ import WAFTokenProxy
 /// registry, which knows nothing of proxies; the daemon starts, reloads and stops them through these.
 final class ProxyControllers: Sendable {
     private let controllers = NIOLockedValueBox<[String: ProxyController]>([:])
+    private let stopped = NIOLockedValueBox(false)
 
     subscript(name: String) -> ProxyController? {
         controllers.withLockedValue { $0[name] }
@@ -16,7 +17,12 @@ final class ProxyControllers: Sendable {
     var all: [ProxyController] { controllers.withLockedValue { Array($0.values) } }
 
     func insert(_ controller: ProxyController, for name: String) {
-        controllers.withLockedValue { $0[name] = controller }
+        let late = controllers.withLockedValue { state in
+            state[name] = controller
+            return stopped.withLockedValue { $0 }
+        }
+        // A reload that outlived the stop's wait for it: what it adds stops at once.
+        if late { Task { await controller.stop() } }
     }
 
     @discardableResult
@@ -49,8 +55,9 @@ final class ProxyControllers: Sendable {
         }
     }
 
-    /// Stops every proxy, together.
+    /// Stops every proxy, together; one inserted later stops at once.
     func stopAll() async {
+        stopped.withLockedValue { $0 = true }
         await withTaskGroup(of: Void.self) { group in
             for controller in all { group.addTask { await controller.stop() } }
         }

@@ -1,3 +1,4 @@
+import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import WAFDaemonConfiguration
@@ -26,6 +27,8 @@ final class Reloader: Sendable {
         var running = false
         var again = false
         var closed = false
+        /// What `close` waits on: told when the reload under way ends.
+        var closing: [@Sendable (Bool) -> Void] = []
     }
 
     /// What `prepare` made, for `commit` to put in place (or to undo).
@@ -62,23 +65,41 @@ final class Reloader: Sendable {
             return true
         }
         guard start else { return }
-        repeat {
+        while true {
             parts.notifier.reloading()
             await reloadOnce()
             parts.notifier.ready()
             parts.status.report()
-        } while state.withLockedValue { state in
-            defer { state.again = false }
-            state.running = state.again && !state.closed
-            return state.running
+            let (again, closing) = state.withLockedValue { state in
+                defer { state.again = false }
+                state.running = state.again && !state.closed
+                defer { if !state.running { state.closing = [] } }
+                return (state.running, state.running ? [] : state.closing)
+            }
+            for ended in closing { ended(true) }
+            if !again { return }
         }
     }
 
-    /// The daemon stops: no reload begins from now on, and the one under way, if any, has ended
-    /// when this returns, so the providers and proxies the stop stops are all there are.
-    func close() async {
-        state.withLockedValue { $0.closed = true }
-        while state.withLockedValue({ $0.running }) { try? await Task.sleep(for: .milliseconds(20)) }
+    /// The daemon stops: no reload begins from now on; true once the one under way, if any, has
+    /// ended, so that the providers and proxies the stop stops are all there are. False after
+    /// `limit`: a reload held by a wedged provider must not hold the stop up for ever.
+    func close(within limit: Duration) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let first = Once()
+            let end: @Sendable (Bool) -> Void = { ended in if first.claim() { continuation.resume(returning: ended) } }
+            let idle = state.withLockedValue { state in
+                state.closed = true
+                if !state.running { return true }
+                state.closing.append(end)
+                return false
+            }
+            if idle { return end(true) }
+            let (seconds, attoseconds) = limit.components
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))) {
+                end(false)
+            }
+        }
     }
 
     private func reloadOnce() async {

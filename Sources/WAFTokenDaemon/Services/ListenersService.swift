@@ -21,8 +21,11 @@ struct ListenersService: Service {
     func run() async {
         try? await gracefulShutdown()
         logger.info("stopping")
-        // No reload starts proxies or providers behind the stop: the one under way ends first.
-        await reloader.close()
+        // No reload starts proxies or providers behind the stop: the one under way ends first,
+        // unless a wedged provider holds it.
+        if await !reloader.close(within: Self.grace) {
+            logger.warning("a reload did not end within \(Self.grace); stopping without waiting for it")
+        }
         notifier.stopping()
         broadcaster.finishAll()
         await withTaskGroup(of: Void.self) { group in

@@ -106,8 +106,10 @@ package actor ProxyController {
             if old.mode != settings.mode, case .unix(let path) = settings.listen, !SocketFile.setMode(path, settings.mode) {
                 logger.warning("proxy.mode: cannot set mode 0\(String(settings.mode, radix: 8)) on \(path); it keeps its mode until the next start")
             }
-            if old.threads != settings.threads {
-                logger.notice("proxy.threads: \(settings.threads) takes effect at the next start; the proxy keeps \(old.threads) until then")
+            // Against what the listener was made with: a reload back to it is no change.
+            if running.settings.threads != settings.threads, old.threads != settings.threads {
+                logger.notice(
+                    "proxy.threads: \(settings.threads) takes effect at the next start; the proxy keeps \(running.settings.threads) until then")
             }
             board.serving(settings, at: running.address)
             return Retired(server: nil)

@@ -8,9 +8,13 @@
 # the median of RUNS runs, the three alternating. With one worker also a fourth: the relay sketch
 # (Benchmarks/waf-relay-sketch), an epoll loop of its own over the proxy's parsers without NIO's
 # pipeline, doing only what the nginx anchor does: what leaving the pipeline would get. Also the
-# daemon's memory at rest with the socket and the proxy on, before any load.
+# daemon's memory at rest with the socket and the proxy on, before any load. Then the same rows
+# with an HTTPS upstream, the path a WAF-protected API takes: the same nginx behind TLS with a
+# certificate of a throw-away CA made here by openssl; the daemon trusts it through
+# tokenService.caFile, nginx through proxy_ssl_verify, both reuse TLS sessions and keep
+# connections alive (Go and the sketch, which has no TLS, sit these rows out).
 #
-#   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64")
+#   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64" SCHEMES="http https")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -19,6 +23,7 @@ RUNS=${RUNS:-3}
 REQUESTS=${REQUESTS:-100000}
 WORKERS=${WORKERS:-1 $(nproc)}
 CONNECTIONS=${CONNECTIONS:-16 64}
+SCHEMES=${SCHEMES:-http https}
 bench_setup proxy
 command -v nginx >/dev/null || { echo "error: nginx is missing (scripts/install-deps.sh bench installs it)" >&2; exit 1; }
 command -v go >/dev/null || { echo "error: go is missing (scripts/install-deps.sh bench installs golang-go)" >&2; exit 1; }
@@ -29,37 +34,77 @@ start_service
 
 nginx_on_port upstream 1 "    server { listen 127.0.0.1:@PORT@; location / { return 200 \"ok\\n\"; } }"
 wait_for "curl -sf http://127.0.0.1:$port/"
+plain_port=$port
+# The HTTPS upstream: the same answer behind TLS, with a certificate for localhost of a CA made now.
+tls=$work/tls
+mkdir -p "$tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tls/ca.key" -out "$tls/ca.pem" -days 1 \
+    -subj "/CN=waf-tokend bench CA" 2>/dev/null
+openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$tls/server.key" -out "$tls/server.csr" \
+    -subj "/CN=localhost" 2>/dev/null
+printf 'subjectAltName=DNS:localhost\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' >"$tls/ext"
+openssl x509 -req -in "$tls/server.csr" -CA "$tls/ca.pem" -CAkey "$tls/ca.key" -CAcreateserial -out "$tls/server.pem" -days 1 \
+    -extfile "$tls/ext" 2>/dev/null
+nginx_on_port tls-upstream 1 "    server {
+        listen 127.0.0.1:@PORT@ ssl;
+        ssl_certificate $tls/server.pem;
+        ssl_certificate_key $tls/server.key;
+        keepalive_requests 1000000;
+        location / { return 200 \"ok\\n\"; }
+    }"
+tls_port=$port
+wait_for "curl -sf --cacert $tls/ca.pem https://localhost:$tls_port/"
 
-echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"
+for scheme in $SCHEMES; do
+if [ "$scheme" = https ]; then
+    upstream="https://localhost:$tls_port" trust=(--token-service-ca-file "$tls/ca.pem")
+    nginx_upstream="proxy_pass https://waf;
+            proxy_ssl_verify on;
+            proxy_ssl_trusted_certificate $tls/ca.pem;
+            proxy_ssl_server_name on;
+            proxy_ssl_name localhost;
+            proxy_ssl_session_reuse on;"
+    echo
+    echo "GET / through a proxy to nginx 'return 200' over TLS on localhost (a CA of this run): h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs"
+else
+    upstream="http://127.0.0.1:$plain_port" trust=()
+    nginx_upstream="proxy_pass http://waf;"
+    echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"
+fi
 echo "waf-tokend --proxy-threads N; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') worker_processes N, proxy_pass, keepalive, a fixed Cookie; $(go version | cut -d' ' -f3) ReverseProxy, GOMAXPROCS=N"
 printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s %6s %12s %9s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" \
     "vs Go" goal "sketch" "vs nginx"
 for workers in $WORKERS; do
-    dir=$work/w$workers
+    dir=$work/$scheme-w$workers
     mkdir -p "$dir"
-    start_daemon "$dir/token.sock" --state-directory "$dir" --proxy-listen "$dir/proxy.sock" --proxy-upstream "http://127.0.0.1:$port" --proxy-threads "$workers"
+    start_daemon "$dir/token.sock" --state-directory "$dir" --proxy-listen "$dir/proxy.sock" --proxy-upstream "$upstream" --proxy-threads "$workers" \
+        "${trust[@]}"
     ours_pid=$daemon
     sleep 1
     echo "waf-tokend at rest with the socket and a proxy of $workers thread(s): $(memory "$ours_pid")"
     token=$(curl -sf --unix-socket "$dir/token.sock" -H "Accept: text/plain" http://localhost/v1/token)
-    nginx_config "front$workers" "$workers" "    upstream waf { server 127.0.0.1:$port; keepalive 128; }
+    nginx_config "front-$scheme$workers" "$workers" "    upstream waf { server 127.0.0.1:${upstream##*:}; keepalive 128; }
     server {
         listen unix:$dir/nginx.sock;
         location / {
-            proxy_pass http://waf;
+            $nginx_upstream
             proxy_http_version 1.1;
             proxy_set_header Connection \"\";
             proxy_set_header Cookie \"aws-waf-token=$token\";
         }
     }"
     nginx_pid=${pids[-1]}
-    GOMAXPROCS=$workers "$work/go-proxy" "$dir/go.sock" "http://127.0.0.1:$port" "$token" >"$dir/go.out" &
-    pids+=($!)
-    go_pid=$!
-    wait_for "grep -q ready $dir/go.out"
-    contenders=(proxy nginx go)
-    if [ "$workers" = 1 ]; then
-        "$bin/waf-relay-sketch" "$dir/sketch.sock" "$port" "$token" >"$dir/sketch.out" &
+    contenders=(proxy nginx)
+    go_pid=
+    if [ "$scheme" = http ]; then
+        GOMAXPROCS=$workers "$work/go-proxy" "$dir/go.sock" "$upstream" "$token" >"$dir/go.out" &
+        pids+=($!)
+        go_pid=$!
+        wait_for "grep -q ready $dir/go.out"
+        contenders+=(go)
+    fi
+    if [ "$workers" = 1 ] && [ "$scheme" = http ]; then
+        "$bin/waf-relay-sketch" "$dir/sketch.sock" "$plain_port" "$token" >"$dir/sketch.out" &
         pids+=($!)
         sketch_pid=$!
         wait_for "grep -q ready $dir/sketch.out"
@@ -75,15 +120,19 @@ for workers in $WORKERS; do
         median() { median_row $(printf '%s' "${rows[$1]}" | tr ' ' '_') | tr '_' ' '; }
         read -r rate _ p99 <<<"$(median proxy)"
         read -r nrate _ np99 <<<"$(median nginx)"
-        read -r grate _ gp99 <<<"$(median go)"
+        grate=- gp99=- gratio=-
+        if [ -n "${rows[go]:-}" ]; then
+            read -r grate _ gp99 <<<"$(median go)"
+            gratio=$(awk -v a="$rate" -v b="$grate" 'BEGIN {printf "%.2fx", a / b}')
+        fi
         srate=- sratio=-
         if [ -n "${rows[sketch]:-}" ]; then
             read -r srate _ _ <<<"$(median sketch)"
             sratio=$(awk -v a="$srate" -v b="$nrate" 'BEGIN {printf "%.2fx", a / b}')
         fi
-        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %8.2fx %6s %12s %9s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" \
+        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %9s %6s %12s %9s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" \
             "$gp99" "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
-            "$(awk -v a="$rate" -v b="$grate" 'BEGIN {print a / b}')" "≥0.90x" "$srate" "$sratio"
+            "$gratio" "≥0.90x" "$srate" "$sratio"
     done
     # CPU per request of each proxy (all its threads or processes), 16 connections.
     # With its split into user and system time: the kernel's share is much the same for all three
@@ -99,10 +148,13 @@ for workers in $WORKERS; do
     }
     cpu_of() { local total=0; for pid in "$@"; do total=$((total + $(cpu_nanoseconds "$pid"))); done; echo "$total"; }
     sketch_cpu=
-    [ "$workers" = 1 ] && sketch_cpu=", sketch $(cpu_per_request "$sketch_pid" "$dir/sketch.sock")"
+    [ -n "${sketch_pid:-}" ] && sketch_cpu=", sketch $(cpu_per_request "$sketch_pid" "$dir/sketch.sock")"
+    go_cpu=
+    [ -n "$go_pid" ] && go_cpu=", Go $(cpu_per_request "$go_pid" "$dir/go.sock")"
     echo "         CPU per request (µs, every thread or worker): waf-tokend $(cpu_per_request "$ours_pid" "$dir/proxy.sock")," \
-        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock"), Go $(cpu_per_request "$go_pid" "$dir/go.sock")$sketch_cpu (goal: ≤ 1.3x nginx's)"
-    kill "$ours_pid" "$nginx_pid" "$go_pid" ${sketch_pid:-} 2>/dev/null || true
-    wait "$ours_pid" "$nginx_pid" "$go_pid" ${sketch_pid:-} 2>/dev/null || true
+        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock")$go_cpu$sketch_cpu (goal: ≤ 1.3x nginx's)"
+    kill "$ours_pid" "$nginx_pid" $go_pid ${sketch_pid:-} 2>/dev/null || true
+    wait "$ours_pid" "$nginx_pid" $go_pid ${sketch_pid:-} 2>/dev/null || true
     sketch_pid=
+done
 done

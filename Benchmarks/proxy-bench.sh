@@ -10,9 +10,10 @@
 # pipeline, doing only what the nginx anchor does: what leaving the pipeline would get. Also the
 # daemon's memory at rest with the socket and the proxy on, before any load. Then the same rows
 # with an HTTPS upstream, the path a WAF-protected API takes: the same nginx behind TLS with a
-# certificate of a throw-away CA made here by openssl; the daemon trusts it through
-# tokenService.caFile, nginx through proxy_ssl_verify, both reuse TLS sessions and keep
-# connections alive (Go and the sketch, which has no TLS, sit these rows out).
+# certificate of a throw-away CA made here by openssl, TLS 1.2 with one cipher for both; the
+# daemon trusts it through tokenService.caFile, nginx through proxy_ssl_verify; both keep
+# connections alive, so handshakes are rare (nginx also reuses sessions, the daemon does not).
+# Go and the sketch, which has no TLS, sit these rows out.
 #
 #   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64" SCHEMES="http https")
 set -euo pipefail
@@ -49,6 +50,8 @@ nginx_on_port tls-upstream 1 "    server {
         listen 127.0.0.1:@PORT@ ssl;
         ssl_certificate $tls/server.pem;
         ssl_certificate_key $tls/server.key;
+        ssl_protocols TLSv1.2;
+        ssl_ciphers ECDHE-ECDSA-AES128-GCM-SHA256;
         keepalive_requests 1000000;
         location / { return 200 \"ok\\n\"; }
     }"

@@ -10,6 +10,9 @@ import WAFTokenProxy
 /// and a restart would last the sum of them.
 struct ListenersService: Service {
     static let grace = Duration.seconds(5)
+    /// How long the stop waits for a reload under way: with the drain and the providers' 5 s
+    /// each, the whole stop stays within the unit's TimeoutStopSec=15.
+    static let reloadWait = Duration.seconds(2)
 
     let listeners: APIListeners
     let proxies: ProxyControllers
@@ -23,8 +26,8 @@ struct ListenersService: Service {
         logger.info("stopping")
         // No reload starts proxies or providers behind the stop: the one under way ends first,
         // unless a wedged provider holds it.
-        if await !reloader.close(within: Self.grace) {
-            logger.warning("a reload did not end within \(Self.grace); stopping without waiting for it")
+        if await !reloader.close(within: Self.reloadWait) {
+            logger.warning("a reload did not end within \(Self.reloadWait); stopping without waiting for it")
         }
         notifier.stopping()
         broadcaster.finishAll()

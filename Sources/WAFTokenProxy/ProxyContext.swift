@@ -66,11 +66,6 @@ final class ProxyContext: ConnectionGuardContext {
         current.withLockedValue { $0 = route }
     }
 
-    /// A reload's new settings for the same listener, in force at once.
-    func update(_ settings: ProxySettings, connection: ConnectionSettings) throws(ProxyFailure) {
-        install(try route(for: settings, connection: connection))
-    }
-
     private static func route(_ settings: ProxySettings, connection: ConnectionSettings, generation: Int) throws(ProxyFailure) -> Route {
         var tls: NIOSSLContext?
         if settings.upstream.secure {

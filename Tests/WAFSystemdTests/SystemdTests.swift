@@ -89,31 +89,18 @@ struct SystemdTests {
 
     @Test("a wedged provider does not hold the stop up: SIGTERM ends the daemon within the providers' 5 s limit, with exit 1 and why")
     func wedgedProviderStop() async throws {
-        let notify = try NotifySocket(abstract: false)
-        try await withDaemon(
-            environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "1"],
-            executable: "waf-tokend-wedge"
-        ) { _, daemon in
-            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
-            try await Task.sleep(for: .milliseconds(300))
+        try await withWedgedDaemon { daemon in
             let stopped = ContinuousClock.now
             daemon.signal(SIGTERM)
             #expect(await daemon.waitForExit(timeout: .seconds(30)) == 1, "a stop that left a provider behind is a failure")
             #expect(ContinuousClock.now - stopped < .seconds(15), "the stop took \(ContinuousClock.now - stopped)")
             #expect(daemon.stderr.contains("a provider did not stop within 5"), "the log says why: \(daemon.stderr.suffix(600))")
         }
-        notify.close()
     }
 
     @Test("a reload held by a wedged provider does not hold the stop up: SIGTERM still ends the daemon, with exit 1")
     func reloadHeldByAWedgedProvider() async throws {
-        let notify = try NotifySocket(abstract: false)
-        try await withDaemon(
-            environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "1"],
-            executable: "waf-tokend-wedge"
-        ) { _, daemon in
-            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
-            try await Task.sleep(for: .milliseconds(300))
+        try await withWedgedDaemon { daemon in
             // The reload asks the wedged provider for its state, and never gets an answer.
             daemon.signal(SIGHUP)
             try await Task.sleep(for: .milliseconds(300))
@@ -122,6 +109,20 @@ struct SystemdTests {
             #expect(await daemon.waitForExit(timeout: .seconds(40)) == 1, "the stop ended, a failure")
             #expect(ContinuousClock.now - stopped < .seconds(25), "the stop took \(ContinuousClock.now - stopped)")
             #expect(daemon.stderr.contains("a reload did not end within 2"), "the log says why: \(daemon.stderr.suffix(600))")
+        }
+    }
+
+    /// `body` with waf-tokend-wedge, its provider's state queue wedged a second after the first
+    /// token (the watchdog's probe does it, so the watchdog is on).
+    func withWedgedDaemon(_ body: (DaemonProcess) async throws -> Void) async throws {
+        let notify = try NotifySocket(abstract: false)
+        try await withDaemon(
+            environment: ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000", "WAF_TOKEND_WEDGE_AFTER_SEC": "1"],
+            executable: "waf-tokend-wedge"
+        ) { _, daemon in
+            #expect(await eventually(for: .seconds(30)) { daemon.stderr.contains("wedging the provider's state context") })
+            try await Task.sleep(for: .milliseconds(300))
+            try await body(daemon)
         }
         notify.close()
     }

@@ -63,7 +63,7 @@ struct ProxyRouteTests {
         scheduler.runUntilIdle()
         #expect(provider.cachedToken()?.token.value == "token-2")
         #expect(context.token(for: old) == nil, "a request sent on the old route carries no token of the new identity")
-        try context.update(Self.settings(Self.second, upstream: "https://new.example.com/"), connection: old.connection)
+        context.install(try context.route(for: Self.settings(Self.second, upstream: "https://new.example.com/"), connection: old.connection))
         #expect(context.token(for: context.route) == "token-2")
         #expect(context.token(for: old) == nil)
     }

@@ -1,4 +1,3 @@
-import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import WAFDaemonConfiguration
@@ -28,7 +27,7 @@ final class Reloader: Sendable {
         var again = false
         var closed = false
         /// What `close` waits on: told when the reload under way ends.
-        var closing: [@Sendable (Bool) -> Void] = []
+        var closing: [@Sendable () -> Void] = []
     }
 
     /// What `prepare` made, for `commit` to put in place (or to undo).
@@ -76,7 +75,7 @@ final class Reloader: Sendable {
                 defer { if !state.running { state.closing = [] } }
                 return (state.running, state.running ? [] : state.closing)
             }
-            for ended in closing { ended(true) }
+            for ended in closing { ended() }
             if !again { return }
         }
     }
@@ -85,20 +84,14 @@ final class Reloader: Sendable {
     /// ended, so that the providers and proxies the stop stops are all there are. False after
     /// `limit`: a reload held by a wedged provider must not hold the stop up for ever.
     func close(within limit: Duration) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let first = Once()
-            let end: @Sendable (Bool) -> Void = { ended in if first.claim() { continuation.resume(returning: ended) } }
+        await BoundedWait.wait(within: limit) { ended in
             let idle = state.withLockedValue { state in
                 state.closed = true
                 if !state.running { return true }
-                state.closing.append(end)
+                state.closing.append(ended)
                 return false
             }
-            if idle { return end(true) }
-            let (seconds, attoseconds) = limit.components
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))) {
-                end(false)
-            }
+            if idle { ended() }
         }
     }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle

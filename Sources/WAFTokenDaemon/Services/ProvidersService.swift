@@ -44,19 +44,12 @@ final class ProvidersService: Service, Sendable {
 
     /// Stops every provider; false when they did not all stop within `limit`. A provider's stop
     /// waits on its state queue, which a wedged provider never runs, so it blocks a thread of its
-    /// own (never the concurrency pool's two); the stop and the limit race, and the first answers.
+    /// own (never the concurrency pool's two).
     static func stop(_ entries: [ProviderEntry], within limit: Duration) async -> Bool {
-        await withCheckedContinuation { continuation in
-            let first = Once()
+        await BoundedWait.wait(within: limit) { done in
             DispatchQueue(label: "waf-tokend.stop").async {
                 for entry in entries { entry.provider.shutdown() }
-                if first.claim() { continuation.resume(returning: true) }
-            }
-            let (seconds, attoseconds) = limit.components
-            DispatchQueue(label: "waf-tokend.stop-limit").asyncAfter(
-                deadline: .now() + .nanoseconds(Int(seconds * 1_000_000_000 + attoseconds / 1_000_000_000))
-            ) {
-                if first.claim() { continuation.resume(returning: false) }
+                done()
             }
         }
     }

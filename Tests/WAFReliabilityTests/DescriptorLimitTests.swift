@@ -49,11 +49,24 @@ struct DescriptorLimitTests {
                 // first crowd's dead connections may meet the limit, and say so, again).
                 #expect(await eventually { daemon.stderr.contains("accepting connections again") && daemon.stderr.contains("listener=\(name)") })
             }
-            // Once per listener and episode, not per refused attempt (there were hundreds). A slow
-            // machine has more episodes: each dead connection of the crowd still in a backlog is
-            // accepted and closed, and may meet the limit again before the last one is gone.
-            let limits = daemon.stderr.components(separatedBy: "at the descriptor limit").count - 1
-            #expect((2...10).contains(limits), "logged \(limits) times")
+            // Once per listener and episode, not per refused attempt: for each listener the log
+            // alternates "at the limit" and "accepting again". How many episodes there are
+            // depends on the machine's speed (each dead connection of the crowd still in a backlog
+            // is accepted and closed, and may meet the limit again), so they are not counted: a
+            // loaded run once had 11, past a bound of 10.
+            let lines = daemon.stderr.split(separator: "\n").filter {
+                $0.contains("at the descriptor limit") || $0.contains("accepting connections again")
+            }
+            var atLimit: [String: Bool] = [:]
+            var episodes = 0
+            for line in lines {
+                let listener = line.contains("listener=proxy") ? "proxy" : "socket"
+                let begins = line.contains("at the descriptor limit")
+                #expect(atLimit[listener, default: false] != begins, "\(listener): logged twice in one episode: \(line)")
+                atLimit[listener] = begins
+                if begins { episodes += 1 }
+            }
+            #expect(episodes >= 2, "both listeners met the limit and said so (\(episodes) episodes)")
         }
     }
 }

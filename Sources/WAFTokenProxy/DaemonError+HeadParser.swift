@@ -12,4 +12,9 @@ extension DaemonError {
             case .malformed(let why): .malformed(why)
             }
     }
+
+    /// Bytes that cannot be trusted to end where they seem to, whatever the reader threw.
+    init(unreadable failure: any Error) {
+        self = failure as? DaemonError ?? (failure as? HTTPHeadParser.Failure).map(DaemonError.init) ?? .malformed("\(failure)")
+    }
 }

@@ -7,218 +7,272 @@ import WAFTestTraits
 /// Every path through a proxy connection's state, without bytes or sockets.
 @Suite("The proxy connection's state machine", .offPool)
 struct ProxyConnectionMachineTests {
-    typealias Machine = ProxyConnectionMachine
+    /// What the driver keeps for a request: only its identity matters here.
+    final class Request {}
+    typealias Machine = ProxyConnectionMachine<Request>
+    typealias Step = Machine.Step
+
+    static func keep() -> Bool { true }
 
     /// A machine whose request's head arrived.
     static func began(
         _ framing: HTTPFraming = .none, streams: Bool = false, keepAlive: Bool = true, upgrade: Bool = false, replayLimit: Int = 1024
-    ) -> (Machine, Machine.Begin) {
+    ) -> (Machine, Machine.Begin, Request) {
         var machine = Machine()
+        let request = Request()
         let begin = machine.requestBegan(
-            framing: framing, streams: streams, keepAlive: keepAlive, upgrade: upgrade, expectsContinue: true, replayLimit: replayLimit)
-        return (machine, begin)
+            request, framing: framing, streams: streams, keepAlive: keepAlive, upgrade: upgrade, expectsContinue: true, replayLimit: replayLimit)
+        return (machine, begin, request)
     }
 
     /// A bodiless request sent on a new connection, its answer not yet come.
-    static func sent(keepAlive: Bool = true, reused: Bool = false) -> Machine {
-        var (machine, _) = began(keepAlive: keepAlive)
-        _ = machine.servingBegins()
-        machine.dispatching()
-        machine.connecting()
-        _ = machine.upstreamAttached(reused: reused)
-        return machine
+    static func sent(keepAlive: Bool = true, reused: Bool = false) -> (Machine, Request) {
+        var (machine, _, request) = began(keepAlive: keepAlive)
+        #expect(machine.tokenReady(for: request) == true)
+        _ = machine.upstreamAttached(for: request, reused: reused)
+        return (machine, request)
     }
 
     @Test("A request without a body: served at once, sent, answered, and the connection kept for the next")
     func bodilessRequest() {
-        var (machine, begin) = Self.began()
-        #expect(begin == .serve, "no 100 Continue without a body")
-        #expect(machine.servingBegins() == true)
+        var (machine, begin, request) = Self.began()
+        #expect(begin == .serve, "no 100 Continue without a body; the guard hears it is served")
         #expect(machine.servingBegins() == false, "the guard hears it once")
-        machine.dispatching()
-        #expect(machine.phase == .waitingForToken)
-        #expect(machine.answerHeadArrived(challenge: false, clientFraming: .asUpstream) == .fail, "an answer before the request went")
-        machine.connecting()
-        #expect(machine.phase == .connecting)
-        #expect(machine.upstreamAttached(reused: false) == .init(framing: .none, sendKept: false, dropKept: false, endChunked: false))
-        #expect(machine.phase == .awaitingAnswer)
-        #expect(machine.answerHeadArrived(challenge: false, clientFraming: .asUpstream) == .pass)
-        #expect(machine.answering)
-        #expect(machine.answerHeadGoes(mayKeep: { true }) == true)
-        #expect(machine.answerBodyArrived(10) == .pass)
-        #expect(machine.answerEnded() == .finish)
-        #expect(machine.upstreamDetached() == true, "a whole request and answer: the connection goes back to its pool")
-        #expect(machine.answerFinished() == true)
-        #expect(machine.exchange == nil && !machine.closing && !machine.serving)
+        #expect(machine.step == .waitingForToken)
+        #expect(machine.tokenReady(for: Request()) == false, "another request's token")
+        #expect(machine.tokenReady(for: request) == true)
+        #expect(machine.step == .connecting)
+        #expect(machine.tokenReady(for: request) == false, "a token comes once")
+        #expect(machine.upstreamAttached(for: Request(), reused: false) == nil, "a connection for another request goes back")
+        #expect(machine.upstreamAttached(for: request, reused: false) == .init(framing: .none, sendKept: false, dropKept: false, endChunked: false))
+        #expect(machine.step == .sent(.init(reused: false, requestComplete: true)))
+        #expect(machine.answerHeadArrived(challenge: false, clientFraming: .asUpstream, mayKeep: Self.keep) == .pass(keepAlive: true))
+        #expect(machine.answerBodyArrived(10, mayKeep: Self.keep) == .pass)
+        guard case .finish(let ending, let pool) = machine.answerEnded() else { Issue.record("not finished"); return }
+        #expect(pool, "a whole request and answer: the connection goes back to its pool")
+        #expect(ending.keepAlive && !ending.tellGuard && ending.request === request)
+        guard case .idle = machine.state else { Issue.record("not idle: \(machine.state)"); return }
     }
 
-    @Test("The connection closes after the answer when the client, an upgrade, a refusal, an unframed answer or the driver says so")
+    @Test("The connection closes after the answer when the client, an upgrade, an unframed answer or the driver says so")
     func whenTheConnectionCloses() {
-        var machine = Self.sent(keepAlive: false)
-        _ = machine.answerHeadArrived(challenge: false, clientFraming: .asUpstream)
+        var (machine, _) = Self.sent(keepAlive: false)
         var asked = 0
-        #expect(
-            machine.answerHeadGoes(mayKeep: {
-                asked += 1; return true
-            }) == false)
+        let counting = {
+            asked += 1
+            return true
+        }
+        #expect(machine.answerHeadArrived(challenge: false, clientFraming: .asUpstream, mayKeep: counting) == .pass(keepAlive: false))
         #expect(asked == 0, "the driver's checks are not made when the answer already says close")
-        #expect(machine.answerFinished() == false)
-        #expect(machine.closing)
+        guard case .finish(let ending, _) = machine.answerEnded() else { Issue.record("not finished"); return }
+        #expect(!ending.keepAlive && machine.isClosed)
 
-        var upgrade = Self.began(upgrade: true).0
-        #expect(upgrade.answerHeadGoes(mayKeep: { true }) == false)
-
-        var decoded = Self.sent()
-        _ = decoded.answerHeadArrived(challenge: false, clientFraming: .decodedUntilClose)
-        #expect(decoded.answerHeadGoes(mayKeep: { true }) == false, "a body that ends with the close")
-
-        var stopping = Self.sent()
-        _ = stopping.answerHeadArrived(challenge: false, clientFraming: .asUpstream)
-        #expect(stopping.answerHeadGoes(mayKeep: { false }) == false, "the daemon stops, or the peer lost its access")
+        for (upgrade, framing, mayKeep) in [
+            (true, ProxyRules.ClientFraming.asUpstream, true), (false, .decodedUntilClose, true), (false, .asUpstream, false),
+        ] {
+            var (machine, _, request) = Self.began(upgrade: upgrade)
+            _ = machine.tokenReady(for: request)
+            _ = machine.upstreamAttached(for: request, reused: false)
+            #expect(
+                machine.answerHeadArrived(challenge: false, clientFraming: framing, mayKeep: { mayKeep }) == .pass(keepAlive: false),
+                "upgrade \(upgrade), \(framing), the daemon stops or the peer lost its access: \(!mayKeep)")
+        }
 
         var refused = Machine()
-        refused.refuse()
-        #expect(refused.closing)
-        #expect(refused.answerHeadGoes(mayKeep: { true }) == false)
+        let refusal = refused.refuse()
+        #expect(refused.isClosed && !refusal.keepAlive && refusal.tellGuard && refusal.request == nil)
+        guard case .nothing = refused.reading else { Issue.record("a closed connection reads on"); return }
+    }
+
+    @Test("An answer that begins before the client's body ended closes the connection: the rest would be read as a request")
+    func earlyAnswerCloses() {
+        var (machine, _, request) = Self.began(.length(100), streams: true)
+        _ = machine.tokenReady(for: request)
+        _ = machine.upstreamAttached(for: request, reused: false)
+        #expect(machine.bodyArrived(10) == .forward(.length(100)))
+        #expect(machine.answerHeadArrived(challenge: false, clientFraming: .asUpstream, mayKeep: Self.keep) == .pass(keepAlive: false))
+        #expect(machine.bodyArrived(90) == .forward(.length(100)), "the body still goes while the answer does")
+        #expect(machine.requestEnded() == .endUpstreamBody(chunked: false))
+        guard case .finish(let ending, let pool) = machine.answerEnded() else { Issue.record("not finished"); return }
+        #expect(!ending.keepAlive && machine.isClosed)
+        #expect(pool, "the upstream got the whole request and answer")
     }
 
     @Test("A body within the replay buffer is kept, then sent by its length after the head; it stays for a replay")
     func keptBody() {
-        var (machine, begin) = Self.began(.length(10))
+        var (machine, begin, request) = Self.began(.length(10))
         #expect(begin == .readBody(sendContinue: true))
+        #expect(machine.step == .reading)
+        guard case .body(let reading, .length(10)) = machine.reading, reading === request else { Issue.record("not reading the body"); return }
+        #expect(machine.keepsBodyForReplay)
         #expect(machine.bodyArrived(4) == .keep)
         #expect(machine.bodyArrived(6) == .keep)
         #expect(machine.wantsClientReads(pilingUp: false, upstreamWritable: { false }), "a kept body is read whatever the upstream")
         #expect(machine.requestEnded() == .dispatch)
-        machine.dispatching()
-        machine.connecting()
-        #expect(machine.upstreamAttached(reused: false) == .init(framing: .length(10), sendKept: true, dropKept: false, endChunked: false))
+        #expect(machine.servingBegins() == true)
+        guard case .nothing = machine.reading else { Issue.record("reads past the request"); return }
+        _ = machine.tokenReady(for: request)
+        #expect(
+            machine.upstreamAttached(for: request, reused: false) == .init(framing: .length(10), sendKept: true, dropKept: false, endChunked: false))
         #expect(!machine.wantsClientReads(pilingUp: true, upstreamWritable: { true }), "requests sent ahead pile up")
     }
 
     @Test("A body that outgrows the replay buffer streams: sent as it arrives, chunked as it came, never replayed")
     func streamedBody() {
-        var (machine, _) = Self.began(.chunked, replayLimit: 8)
+        var (machine, _, request) = Self.began(.chunked, replayLimit: 8)
         #expect(machine.bodyArrived(5) == .keep)
         #expect(machine.bodyArrived(5) == .keepAndDispatch)
+        #expect(machine.step == .waitingForToken)
+        #expect(!machine.keepsBodyForReplay)
         #expect(machine.bodyArrived(3) == .keep, "kept until the upstream is there")
         #expect(!machine.wantsClientReads(pilingUp: false, upstreamWritable: { true }), "nowhere to go yet")
-        machine.dispatching()
-        machine.connecting()
-        #expect(machine.upstreamAttached(reused: false) == .init(framing: .chunked, sendKept: true, dropKept: true, endChunked: false))
-        #expect(machine.phase == .receiving)
-        #expect(machine.exchange?.kept == 0, "what was kept went upstream for good")
+        _ = machine.tokenReady(for: request)
+        #expect(machine.upstreamAttached(for: request, reused: false) == .init(framing: .chunked, sendKept: true, dropKept: true, endChunked: false))
+        #expect(machine.exchange?.body == .streaming(waiting: 0, complete: false), "what was kept went upstream for good")
         #expect(machine.wantsClientReads(pilingUp: false, upstreamWritable: { true }))
         #expect(!machine.wantsClientReads(pilingUp: false, upstreamWritable: { false }), "the upstream's backpressure reaches the client")
-        #expect(machine.bodyArrived(2) == .forward)
+        #expect(machine.bodyArrived(2) == .forward(.chunked))
         #expect(machine.requestEnded() == .endUpstreamBody(chunked: true))
-        #expect(machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream) == .pass, "a streamed body cannot be sent again")
+        #expect(machine.step == .sent(.init(reused: false, requestComplete: true)))
+        #expect(
+            machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream, mayKeep: Self.keep) == .pass(keepAlive: true),
+            "a streamed body cannot be sent again")
     }
 
-    @Test("A body declared too long for the buffer streams from its head, by its length")
+    @Test("A streamed body that ends before its connection is there ends with the request's head; a body declared too long streams from its head")
     func streamedFromTheHead() {
-        var (machine, begin) = Self.began(.length(100), streams: true, replayLimit: 8)
+        var (machine, begin, request) = Self.began(.length(100), streams: true, replayLimit: 8)
         #expect(begin == .dispatchAndStream(sendContinue: true))
-        machine.dispatching()
-        machine.connecting()
-        #expect(machine.upstreamAttached(reused: false) == .init(framing: .length(100), sendKept: false, dropKept: true, endChunked: false))
-        #expect(machine.bodyArrived(100) == .forward)
-        #expect(machine.requestEnded() == .endUpstreamBody(chunked: false))
+        #expect(machine.bodyArrived(100) == .keep)
+        #expect(machine.requestEnded() == .wait)
+        _ = machine.tokenReady(for: request)
+        #expect(
+            machine.upstreamAttached(for: request, reused: false) == .init(framing: .length(100), sendKept: true, dropKept: true, endChunked: false))
+
+        var (chunked, _, second) = Self.began(.chunked, streams: true)
+        #expect(chunked.requestEnded() == .wait)
+        _ = chunked.tokenReady(for: second)
+        #expect(chunked.upstreamAttached(for: second, reused: false)?.endChunked == true, "the last chunk goes with the head")
     }
 
     @Test("A challenge is held, then replayed once with a newer token; a second challenge is passed on")
     func challengeReplayed() {
-        var machine = Self.sent()
-        #expect(machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream) == .hold)
-        #expect(machine.phase == .holdingChallenge)
-        #expect(machine.answerBodyArrived(100) == .hold)
-        #expect(machine.answerEnded() == .challenged)
-        #expect(machine.upstreamDetached() == true)
-        #expect(machine.challenged(sentToken: "a", currentToken: "b") == .replay(token: "b"))
-        #expect(machine.phase == .connecting)
-        #expect(machine.upstreamAttached(reused: false) != nil)
-        #expect(machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream) == .pass, "replayed once only")
+        var (machine, request) = Self.sent()
+        #expect(machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream, mayKeep: Self.keep) == .hold)
+        #expect(machine.holdsChallenge)
+        #expect(machine.answerBodyArrived(100, mayKeep: Self.keep) == .hold)
+        guard case .challenged(let pool) = machine.answerEnded() else { Issue.record("not challenged"); return }
+        #expect(pool)
+        guard case .replay("b") = machine.challenged(sentToken: "a", currentToken: "b", mayKeep: Self.keep) else { Issue.record("no replay"); return }
+        #expect(machine.step == .connecting)
+        #expect(machine.upstreamAttached(for: request, reused: false) != nil)
+        #expect(
+            machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream, mayKeep: Self.keep) == .pass(keepAlive: true), "replayed once only"
+        )
     }
 
-    @Test("A challenge with the token it was sent waits for a refresh; a refresh that brings nothing new passes it on")
+    @Test(
+        "A challenge with the token it was sent waits for a refresh; one that brings nothing new passes it on, and one that ends late finds nothing")
     func challengeRefreshed() {
-        var machine = Self.sent()
-        _ = machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream)
+        var (machine, request) = Self.sent()
+        _ = machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream, mayKeep: Self.keep)
         _ = machine.answerEnded()
-        #expect(machine.challenged(sentToken: "a", currentToken: "a") == .refresh)
-        #expect(machine.phase == .refreshing)
-        #expect(machine.refreshed("a", sentToken: "a") == .passOn)
-        #expect(machine.answering)
-        #expect(machine.refreshed("b", sentToken: "a") == nil, "a refresh that ends late finds nothing waiting")
+        guard case .refresh = machine.challenged(sentToken: "a", currentToken: "a", mayKeep: Self.keep) else { Issue.record("no refresh"); return }
+        #expect(machine.step == .refreshing(framing: .asUpstream))
+        #expect(machine.refreshed("b", sentToken: "a", for: Request(), mayKeep: Self.keep) == nil, "another request's refresh")
+        guard case .passOn(let ending) = machine.refreshed("a", sentToken: "a", for: request, mayKeep: Self.keep) else {
+            Issue.record("not passed on"); return
+        }
+        #expect(ending.keepAlive && ending.request === request)
+        #expect(machine.refreshed("b", sentToken: "a", for: request, mayKeep: Self.keep) == nil, "a refresh that ends late finds nothing waiting")
 
-        var renewed = Self.sent()
-        _ = renewed.answerHeadArrived(challenge: true, clientFraming: .asUpstream)
-        _ = renewed.challenged(sentToken: "a", currentToken: nil)
-        #expect(renewed.refreshed("b", sentToken: "a") == .replay(token: "b"))
-        #expect(renewed.phase == .connecting)
+        var (renewed, second) = Self.sent()
+        _ = renewed.answerHeadArrived(challenge: true, clientFraming: .decodedUntilClose, mayKeep: Self.keep)
+        _ = renewed.answerEnded()
+        _ = renewed.challenged(sentToken: "a", currentToken: nil, mayKeep: Self.keep)
+        guard case .replay("b") = renewed.refreshed("b", sentToken: "a", for: second, mayKeep: Self.keep) else { Issue.record("no replay"); return }
+        #expect(renewed.step == .connecting)
     }
 
-    @Test("A challenge's answer larger than what is held goes to the client at once")
+    @Test("A challenge's answer larger than what is held, or than the memory budget lets it keep, goes to the client at once")
     func challengeTooLarge() {
-        var machine = Self.sent()
-        _ = machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream)
-        #expect(machine.answerBodyArrived(Machine.maximumHeldChallenge) == .hold)
-        #expect(machine.answerBodyArrived(1) == .passHeld)
-        #expect(machine.answerBodyArrived(1) == .pass)
-        #expect(machine.answerEnded() == .finish)
+        var (machine, _) = Self.sent()
+        _ = machine.answerHeadArrived(challenge: true, clientFraming: .asUpstream, mayKeep: Self.keep)
+        #expect(machine.answerBodyArrived(Machine.maximumHeldChallenge, mayKeep: Self.keep) == .hold)
+        #expect(machine.answerBodyArrived(1, mayKeep: Self.keep) == .passHeld(keepAlive: true))
+        #expect(machine.answerBodyArrived(1, mayKeep: Self.keep) == .pass)
+        guard case .finish = machine.answerEnded() else { Issue.record("not finished"); return }
+
+        var (budget, _) = Self.sent()
+        _ = budget.answerHeadArrived(challenge: true, clientFraming: .asUpstream, mayKeep: Self.keep)
+        #expect(budget.answerBodyArrived(1, mayHold: false, mayKeep: { false }) == .passHeld(keepAlive: false))
     }
 
     @Test("An upstream failure: an error answer, closing when the body was not all read; a close once the answer began")
     func upstreamFailures() {
-        var complete = Self.sent()
-        #expect(complete.upstreamFailed() == .answer(closeAfter: false))
-        #expect(!complete.closing)
-        #expect(complete.upstreamDetached() == false, "nothing left to give back")
+        var (complete, request) = Self.sent()
+        guard case .answer(let ending) = complete.upstreamFailed(mayKeep: Self.keep) else { Issue.record("no answer"); return }
+        #expect(ending.keepAlive && ending.request === request && !ending.tellGuard)
+        guard case .idle = complete.state else { Issue.record("not idle"); return }
 
-        var streaming = Self.began(.length(100), streams: true).0
-        streaming.dispatching()
-        #expect(streaming.upstreamFailed() == .answer(closeAfter: true))
-        #expect(streaming.closing)
+        var (streaming, _, second) = Self.began(.length(100), streams: true)
+        _ = streaming.tokenReady(for: second)
+        guard case .answer(let closing) = streaming.upstreamFailed(mayKeep: Self.keep) else { Issue.record("no answer"); return }
+        #expect(!closing.keepAlive && closing.tellGuard && streaming.isClosed, "the rest of the body is not read")
 
-        var answering = Self.sent()
-        _ = answering.answerHeadArrived(challenge: false, clientFraming: .asUpstream)
-        #expect(answering.upstreamFailed() == .closeClient)
-        #expect(Machine().upstreamFailedOnNothing)
+        var (answering, third) = Self.sent()
+        _ = answering.answerHeadArrived(challenge: false, clientFraming: .asUpstream, mayKeep: Self.keep)
+        guard case .closeClient(let closed) = answering.upstreamFailed(mayKeep: Self.keep) else { Issue.record("not closed"); return }
+        #expect(closed === third && answering.isClosed)
     }
 
     @Test("A reused connection the upstream closed before answering is tried once more on a new one")
     func closedReusedConnection() {
-        var machine = Self.sent(reused: true)
-        #expect(machine.upstreamClosed() == .retry)
-        #expect(machine.upstreamClosed() == .none, "no connection to close any more")
-        machine.connecting()
-        _ = machine.upstreamAttached(reused: true)
-        #expect(machine.upstreamClosed() == .fail, "once only")
+        var (machine, request) = Self.sent(reused: true)
+        guard case .retry = machine.upstreamClosed() else { Issue.record("no retry"); return }
+        #expect(machine.step == .connecting)
+        _ = machine.upstreamAttached(for: request, reused: true)
+        guard case .fail = machine.upstreamClosed() else { Issue.record("retried twice"); return }
 
-        var new = Self.sent(reused: false)
-        #expect(new.upstreamClosed() == .fail, "a new connection that closes is the upstream's failure")
+        var (new, _) = Self.sent(reused: false)
+        guard case .fail = new.upstreamClosed() else { Issue.record("a new connection that closes is the upstream's failure"); return }
 
-        var answering = Self.sent(reused: true)
-        _ = answering.answerHeadArrived(challenge: false, clientFraming: .asUpstream)
-        #expect(answering.upstreamClosed() == .closeClient)
+        var (answering, _) = Self.sent(reused: true)
+        _ = answering.answerHeadArrived(challenge: false, clientFraming: .asUpstream, mayKeep: Self.keep)
+        guard case .closeClient = answering.upstreamClosed() else { Issue.record("not closed"); return }
     }
 
-    @Test("A request that went upstream only in part: detached, its connection is closed, not pooled")
+    @Test("A broken body is answered while none of it went upstream, closed once part did; either way the connection ends")
+    func brokenBody() {
+        var (kept, _, request) = Self.began(.chunked)
+        guard case .answer(let ending) = kept.bodyBroke() else { Issue.record("no answer"); return }
+        #expect(!ending.keepAlive && ending.tellGuard && ending.request === request && kept.isClosed)
+
+        var (streamed, _, second) = Self.began(.length(100), streams: true)
+        _ = streamed.tokenReady(for: second)
+        _ = streamed.upstreamAttached(for: second, reused: false)
+        guard case .closeClient(let closed) = streamed.bodyBroke() else { Issue.record("answered after part went upstream"); return }
+        #expect(closed === second && streamed.isClosed)
+    }
+
+    @Test("A request that went upstream only in part is not pooled; the client's close ends everything")
     func partialRequestNotPooled() {
-        var (machine, _) = Self.began(.length(100), streams: true)
-        machine.connecting()
-        _ = machine.upstreamAttached(reused: false)
-        #expect(machine.requestReachedUpstream)
-        #expect(machine.upstreamDetached() == false)
-        #expect(machine.closed() == false, "detached already")
-        #expect(machine.closing && machine.exchange == nil)
+        var (machine, _, request) = Self.began(.length(100), streams: true)
+        _ = machine.tokenReady(for: request)
+        _ = machine.upstreamAttached(for: request, reused: false)
+        #expect(machine.step == .sent(.init(reused: false, requestComplete: false)))
+        #expect(machine.closed() === request)
+        #expect(machine.isClosed && machine.request == nil)
+        #expect(machine.closed() == nil, "closed once")
+        #expect(machine.tokenReady(for: request) == false && !machine.isConnecting(request), "a late callback finds nothing")
     }
 }
 
 extension ProxyConnectionMachine {
-    /// An upstream failure with no request in progress changes nothing.
-    fileprivate var upstreamFailedOnNothing: Bool {
-        var copy = self
-        return copy.upstreamFailed() == .none && copy.exchange == nil && !copy.closing
+    var exchange: Exchange? {
+        if case .active(let exchange) = state { return exchange }
+        return nil
     }
+
+    var step: Step? { exchange?.step }
 }

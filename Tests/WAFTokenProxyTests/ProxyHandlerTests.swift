@@ -219,4 +219,66 @@ struct ProxyHandlerTests {
         #expect(try Harness.written(harness.client).hasSuffix("part"))
         #expect(!harness.client.isActive, "the client learns of the failure by the close")
     }
+
+    @Test("An answer that ends before the client's streamed body did closes the connection: the rest of the body is never read as a request")
+    func earlyAnswerCloses() throws {
+        let harness = try Harness()
+        try harness.send("POST /big HTTP/1.1\r\nHost: app.example\r\nContent-Length: 100000\r\n\r\n0123456789")
+        #expect(try Harness.written(harness.upstreams.made[0]).hasSuffix("\r\n\r\n0123456789"), "streamed from its head")
+        try harness.answer("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+        let answer = try Harness.written(harness.client)
+        #expect(answer.hasPrefix("HTTP/1.1 413 ") && answer.lowercased().contains("connection: close"), "\(answer)")
+        #expect(!harness.client.isActive, "closed after the answer")
+        try? harness.send("GET /smuggled HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        let upstreamSaw = try Harness.written(harness.upstreams.made[0])
+        #expect(harness.upstreams.made.count == 1 && !upstreamSaw.contains("smuggled"))
+    }
+
+    @Test("A streamed chunked request and a held challenge, each split at every byte, reach the upstream and the client as they do whole")
+    func streamedAndChallengedSplitAtEveryByte() throws {
+        // A body past the replay buffer streams in chunks; the challenge it meets cannot be replayed.
+        let body = String(repeating: "b", count: 70_000)
+        let request =
+            "POST /up HTTP/1.1\r\nHost: app.example\r\nTransfer-Encoding: chunked\r\n\r\n\(String(body.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+        let challenge = "HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nchl\r\n0\r\n\r\n"
+        func run(_ requestParts: [String], _ answerParts: [String]) throws -> (upstream: String, client: String) {
+            let harness = try Harness()
+            var upstream = ""
+            for part in requestParts {
+                try harness.send(part)
+                if let made = harness.upstreams.made.first { upstream += try Harness.written(made) }
+            }
+            for part in answerParts { try harness.answer(part) }
+            return (upstream, try Harness.written(harness.client))
+        }
+        let whole = try run([request], [challenge])
+        #expect(whole.upstream.contains("Transfer-Encoding: chunked\r\n") && whole.upstream.hasSuffix("\(body)\r\n0\r\n\r\n"))
+        #expect(whole.client.hasPrefix("HTTP/1.1 202 Accepted\r\n") && whole.client.hasSuffix("3\r\nchl\r\n0\r\n\r\n"), "\(whole.client)")
+        let head = request.utf8.count - body.utf8.count - 12
+        for split in Array(1..<(head + 8)) + [head + 1000, request.utf8.count - 3] {
+            let bytes = Array(request.utf8)
+            let parts = [String(decoding: bytes[..<split], as: UTF8.self), String(decoding: bytes[split...], as: UTF8.self)]
+            let seen = try run(parts, [challenge])
+            #expect(seen.client == whole.client, "request split at \(split)")
+            #expect(Self.unchunked(seen.upstream) == Self.unchunked(whole.upstream), "request split at \(split)")
+        }
+        let answer = Array(challenge.utf8)
+        for split in 1..<answer.count {
+            let parts = [String(decoding: answer[..<split], as: UTF8.self), String(decoding: answer[split...], as: UTF8.self)]
+            #expect(try run([request], parts).client == whole.client, "answer split at \(split)")
+        }
+    }
+
+    /// A streamed chunked body's data, however it was cut into chunks.
+    static func unchunked(_ sent: String) -> String {
+        guard let start = sent.range(of: "\r\n\r\n") else { return sent }
+        var rest = Substring(sent[start.upperBound...])
+        var data = String(sent[..<start.upperBound])
+        while let line = rest.range(of: "\r\n"), let size = Int(rest[..<line.lowerBound], radix: 16), size > 0 {
+            let chunk = rest[line.upperBound...].prefix(size)
+            data += chunk
+            rest = rest[line.upperBound...].dropFirst(size + 2)
+        }
+        return data
+    }
 }

@@ -1,164 +1,212 @@
 import WAFHTTPWire
 
 /// One proxy connection's state as a value: each thing the connection meets (a request's head or
-/// body, the upstream's answer, a challenge, a failure, a close) is an event that changes it and
-/// returns what `ProxyHandler`, its driver, must do. It holds no bytes, channels or timers and does
-/// no I/O, so every path through it is tested directly (`ProxyConnectionMachineTests`); the driver
-/// keeps the bytes and performs. The model is SwiftNIO's state machines.
-struct ProxyConnectionMachine {
-    /// Where the request in progress is.
-    enum Phase: Equatable {
-        /// Its body is still arriving (kept, or streamed once the upstream is there).
-        case receiving
-        /// Waiting for a first token (`proxy.tokenWaitSec`).
-        case waitingForToken
-        case connecting
-        /// Sent (or sending); no answer yet.
-        case awaitingAnswer
-        /// A challenge arrived; the driver keeps its answer until the replay is decided.
-        case holdingChallenge
-        /// Waiting for the new token a challenge asked for.
-        case refreshing
-        /// The answer is going to the client.
-        case answering
+/// body, a token, an upstream connection, the upstream's answer, a challenge, a failure, a close)
+/// is an event that changes it and returns what the driver (`ProxyHandler`) must do. It does no
+/// I/O and holds no timers; the request in progress is here, once: the driver's bytes and handles
+/// for it (`Request`) live in the state that has a request, and nowhere else. Each state carries
+/// exactly the data it needs, so a combination that cannot happen cannot be written down; an
+/// event the driver cannot send in a state is a `preconditionFailure` (the model is SwiftNIO's
+/// state machines). Callbacks that may come late (a token, a connection, a refresh) name their
+/// request and are told when it is gone. Every path is tested directly (`ProxyConnectionMachineTests`).
+struct ProxyConnectionMachine<Request: AnyObject> {
+    enum State {
+        /// Between requests: the client's next bytes are a head.
+        case idle
+        case active(Exchange)
+        /// Nothing more is read: an error was answered, the answer said close, or the client left.
+        case closed
     }
 
-    /// The request in progress. Plain values only: a copy costs no reference counting.
+    /// The request in progress.
     struct Exchange {
-        var phase = Phase.receiving
+        /// The driver's bytes and handles for it.
+        let request: Request
         /// How the client frames the request's body.
         let framing: HTTPFraming
+        /// The client may send another request after this one: it asked to keep the connection,
+        /// and not for an upgrade.
         let keepAlive: Bool
         /// The most of a body kept for a replay (`proxy.replayBufferBytes`).
         let replayLimit: Int
-        /// The body goes as it arrives, past the replay buffer: then it is never replayed.
-        var streaming: Bool
-        /// The client's request is complete (its body read to the end).
-        var requestComplete: Bool
-        /// Body bytes the driver keeps: for a replay, or until the upstream is there.
-        var kept = 0
-        /// Bytes of a challenge's answer the driver keeps.
-        var held = 0
-        /// An upstream connection is attached; its head was sent with it, so this implies
-        /// `upstreamHeadSent`.
-        var hasUpstream = false
-        var upstreamReused = false
-        /// The upstream got the request's head (on the current connection, or on one that failed).
-        var upstreamHeadSent = false
-        /// The upstream got the whole request: only then can its connection be reused.
-        var upstreamRequestComplete = false
+        var body: Body
+        var step: Step
+        /// The guard heard that the request is being served: its request timeout, which bounds
+        /// the head and the whole body (TENANT-6), has stopped.
+        var serving = false
         var replayed = false
         /// A pooled connection that the upstream had closed is tried once more on a new one.
         var retriedClosedConnection = false
-        /// How the answer's body goes to the client (set with the answer's head).
-        var clientFraming = ProxyRules.ClientFraming.asUpstream
+    }
 
-        var replayable: Bool { !streaming }
+    /// The request's body, as the driver keeps it.
+    enum Body: Equatable {
+        /// Kept whole for a replay: `bytes` so far; `complete` once read to its end.
+        case kept(bytes: Int, complete: Bool)
+        /// Goes as it arrives and is never replayed; `waiting`: bytes kept until the upstream is there.
+        case streaming(waiting: Int, complete: Bool)
+
+        var complete: Bool {
+            switch self {
+            case .kept(_, let complete), .streaming(_, let complete): complete
+            }
+        }
+    }
+
+    /// An upstream connection attached to the request; its head went with it.
+    struct Upstream: Equatable {
+        let reused: Bool
+        /// The upstream got the whole request: only then can its connection be reused.
+        var requestComplete: Bool
+    }
+
+    /// Where the request is on its way upstream and back.
+    enum Step: Equatable {
+        /// Its body arrives, kept, before it goes.
+        case reading
+        /// Waiting for a first token (`proxy.tokenWaitSec`).
+        case waitingForToken
+        case connecting
+        /// On `upstream` (all of it, or its head and the body so far); no answer yet.
+        case sent(Upstream)
+        /// A challenge's answer arrives; the driver keeps it (`held` bytes of its body so far)
+        /// until the replay is decided.
+        case holding(Upstream, held: Int, framing: ProxyRules.ClientFraming)
+        /// A challenge's whole answer is held, its connection let go: passed on, replayed, or a
+        /// refresh first (`challenged`).
+        case challenged(framing: ProxyRules.ClientFraming)
+        /// Waiting for the new token a challenge asked for.
+        case refreshing(framing: ProxyRules.ClientFraming)
+        /// The upstream's answer goes to the client as it arrives. `keeps`: the connection carries
+        /// another request after it, decided as its head went so that the head says what follows.
+        case answering(Upstream, keeps: Bool)
     }
 
     /// A challenge's answer is kept up to this size to be passed on unchanged if no replay
     /// happens; a larger one is passed on at once.
-    static let maximumHeldChallenge = 1 << 20
+    static var maximumHeldChallenge: Int { 1 << 20 }
 
-    private(set) var exchange: Exchange?
-    /// Nothing more is read from the client (an error was answered, or the connection is closing).
-    private(set) var closing = false
-    /// Set by an error answered before the request's body was read: the connection cannot go on.
-    private(set) var closeAfterAnswer = false
-    /// The guard was told the request is being served: its request timeout, which bounds the head
-    /// and the whole body (TENANT-6), has stopped.
-    private(set) var serving = false
-    /// Whether the connection carries another request after the answer in progress.
-    private(set) var keepsAfterAnswer = false
+    /// Changed by the events only (in this file and its two extensions; a setter private to three
+    /// files cannot be written).
+    var state = State.idle
 
-    var phase: Phase? { exchange?.phase }
-
-    /// Applies `change` to the request in progress, if there is one. (Not private only so that
-    /// the upstream side's events, in their own file, use it too.)
+    /// Applies `change` to the request in progress; the driver sends these events only while there is one.
     @inline(__always)
-    mutating func update<Result>(_ change: (inout Exchange) -> Result) -> Result? {
-        guard var current = exchange else { return nil }
-        defer { exchange = current }
-        return change(&current)
+    mutating func update<Result>(_ event: StaticString, _ change: (inout Exchange) -> Result) -> Result {
+        guard case .active(var exchange) = state else { preconditionFailure("\(event) without a request") }
+        defer { state = .active(exchange) }
+        return change(&exchange)
     }
 
-    // MARK: The client's side
+    /// The request in progress, if any.
+    var request: Request? {
+        if case .active(let exchange) = state { return exchange.request }
+        return nil
+    }
+
+    var isClosed: Bool {
+        if case .closed = state { return true }
+        return false
+    }
+
+    // MARK: The client's bytes
+
+    enum Reading {
+        /// The next request's head.
+        case head
+        /// The body of the request in progress.
+        case body(Request, HTTPFraming)
+        /// Nothing now: the request is complete and its answer pending (bytes that follow wait), or
+        /// the connection is closed.
+        case nothing
+    }
+
+    /// What the client's bytes are now.
+    var reading: Reading {
+        switch state {
+        case .idle: .head
+        case .active(let exchange): exchange.body.complete ? .nothing : .body(exchange.request, exchange.framing)
+        case .closed: .nothing
+        }
+    }
 
     enum Begin: Equatable {
         /// Read the body first (answering `100 Continue` when asked).
         case readBody(sendContinue: Bool)
-        /// Send now, and stream the body as it arrives.
+        /// Look for a token and an upstream now, and stream the body as it arrives.
         case dispatchAndStream(sendContinue: Bool)
-        /// No body: the request is complete; it is being served, and goes now.
+        /// No body: the request is complete. Tell the guard it is being served, and dispatch.
         case serve
     }
 
     /// A request head that passed every check.
     mutating func requestBegan(
-        framing: HTTPFraming, streams: Bool, keepAlive: Bool, upgrade: Bool, expectsContinue: Bool, replayLimit: Int
-    )
-        -> Begin
-    {
-        exchange = Exchange(framing: framing, keepAlive: keepAlive, replayLimit: replayLimit, streaming: streams, requestComplete: framing == .none)
-        // A request the upstream would see as asking for an upgrade it cannot get: answered, then closed.
-        if upgrade { closeAfterAnswer = true }
-        if framing == .none { return .serve }
+        _ request: Request, framing: HTTPFraming, streams: Bool, keepAlive: Bool, upgrade: Bool, expectsContinue: Bool, replayLimit: Int
+    ) -> Begin {
+        guard case .idle = state else { preconditionFailure("a request's head while another is in progress") }
+        let complete = framing == .none
+        var exchange = Exchange(
+            request: request, framing: framing, keepAlive: keepAlive && !upgrade, replayLimit: replayLimit,
+            body: streams && !complete ? .streaming(waiting: 0, complete: false) : .kept(bytes: 0, complete: complete),
+            step: streams || complete ? .waitingForToken : .reading)
+        defer { state = .active(exchange) }
+        if complete {
+            exchange.serving = true
+            return .serve
+        }
         return streams ? .dispatchAndStream(sendContinue: expectsContinue) : .readBody(sendContinue: expectsContinue)
     }
 
-    /// A request the proxy refuses to read on: its error is answered, then the connection closes.
-    mutating func refuse() {
-        closeAfterAnswer = true
-        closing = true
-    }
-
-    /// The request is complete or its answer begins: true when the guard must now hear that the
-    /// request is being served, which stops its request timeout (a 408 must never be written over
-    /// an answer). Until then that timeout bounds the head and the body together (TENANT-6).
+    /// The request is complete, or its answer begins: true when the guard must now hear that it is
+    /// being served, which stops its request timeout (a 408 must never be written over an answer).
+    /// Until then that timeout bounds the head and the body together (TENANT-6).
     mutating func servingBegins() -> Bool {
-        guard !serving else { return false }
-        serving = true
-        return true
-    }
-
-    /// The request goes looking for a token, then an upstream connection.
-    mutating func dispatching() {
-        update { $0.phase = .waitingForToken }
-    }
-
-    mutating func connecting() {
-        update { $0.phase = .connecting }
+        update("serving") { exchange in
+            defer { exchange.serving = true }
+            return !exchange.serving
+        }
     }
 
     enum BodyPiece: Equatable {
-        /// Straight to the upstream, framed as `upstreamFraming` says.
-        case forward
+        /// Straight to the upstream, framed as the request goes there.
+        case forward(ProxyRules.Framing)
         /// Kept by the driver.
         case keep
-        /// Kept, and the body outgrew the replay buffer: it streams from now on, so send now.
+        /// Kept, and the body outgrew the replay buffer: it streams from now on, so dispatch now.
         case keepAndDispatch
+    }
+
+    /// Whether body bytes that arrive now would be kept for a replay (the budget is asked first).
+    var keepsBodyForReplay: Bool {
+        if case .active(let exchange) = state, case .kept = exchange.body { return true }
+        return false
     }
 
     /// `mayKeep`: whether the memory budget lets the driver keep these bytes for a replay; past
     /// it the body streams, as one past the replay buffer does (TENANT-12).
     mutating func bodyArrived(_ count: Int, mayKeep: Bool = true) -> BodyPiece {
-        update { exchange in
-            if exchange.streaming, exchange.hasUpstream { return .forward }
-            exchange.kept += count
-            guard !exchange.streaming, exchange.kept > exchange.replayLimit || !mayKeep else { return .keep }
-            exchange.streaming = true
-            return .keepAndDispatch
-        } ?? .keep
+        update("a request's body") { exchange in
+            switch exchange.body {
+            case .kept(let kept, false):
+                guard kept + count > exchange.replayLimit || !mayKeep else {
+                    exchange.body = .kept(bytes: kept + count, complete: false)
+                    return .keep
+                }
+                exchange.body = .streaming(waiting: kept + count, complete: false)
+                exchange.step = .waitingForToken
+                return .keepAndDispatch
+            case .streaming(let waiting, false):
+                if exchange.upstream != nil { return .forward(exchange.upstreamFraming) }
+                exchange.body = .streaming(waiting: waiting + count, complete: false)
+                return .keep
+            default:
+                preconditionFailure("body after the request's end")
+            }
+        }
     }
 
-    /// Whether answer bytes that arrive now would be held back with a challenge (the budget is asked first).
-    var holdsChallenge: Bool { exchange?.phase == .holdingChallenge }
-
-    /// Whether body bytes that arrive now would be kept for a replay (the budget is asked first).
-    var keepsBodyForReplay: Bool { exchange.map { !$0.streaming } ?? false }
-
     enum RequestEnd: Equatable {
-        /// The kept request goes now.
+        /// The kept request goes now: look for a token and an upstream.
         case dispatch
         /// The streamed body is all upstream: end it (a chunked one with its last chunk).
         case endUpstreamBody(chunked: Bool)
@@ -166,64 +214,68 @@ struct ProxyConnectionMachine {
         case wait
     }
 
-    /// The client's request was read to its end.
+    /// The client's request was read to its end. (Tell the guard: `servingBegins`.)
     mutating func requestEnded() -> RequestEnd {
-        update { exchange in
-            exchange.requestComplete = true
-            if !exchange.streaming { return .dispatch }
-            guard exchange.hasUpstream else { return .wait }
-            exchange.upstreamRequestComplete = true
-            return .endUpstreamBody(chunked: exchange.upstreamFraming == .chunked)
-        } ?? .wait
+        update("a request's end") { exchange in
+            switch exchange.body {
+            case .kept(let kept, false):
+                exchange.body = .kept(bytes: kept, complete: true)
+                exchange.step = .waitingForToken
+                return .dispatch
+            case .streaming(let waiting, false):
+                exchange.body = .streaming(waiting: waiting, complete: true)
+                let framing = exchange.upstreamFraming
+                switch exchange.step {
+                case .sent(var upstream):
+                    upstream.requestComplete = true
+                    exchange.step = .sent(upstream)
+                case .answering(var upstream, let keeps):
+                    upstream.requestComplete = true
+                    exchange.step = .answering(upstream, keeps: keeps)
+                default:
+                    return .wait
+                }
+                return .endUpstreamBody(chunked: framing == .chunked)
+            default:
+                preconditionFailure("a request ended twice")
+            }
+        }
     }
-
-    /// A malformed body after part of the request went upstream cannot be answered, only closed.
-    var requestReachedUpstream: Bool { exchange?.upstreamHeadSent ?? false }
 
     /// Whether the client is read: not while a streamed body has nowhere to go, nor while requests
     /// sent ahead of their turn pile up (`pilingUp`: more than a head's worth of them is waiting).
     func wantsClientReads(pilingUp: Bool, upstreamWritable: () -> Bool) -> Bool {
-        guard let exchange else { return true }
-        if exchange.requestComplete { return !pilingUp }
-        guard exchange.streaming else { return true }
-        guard exchange.hasUpstream else { return false }
-        return upstreamWritable()
-    }
-
-    // MARK: The answer's end
-
-    /// The client's answer has begun: an error can no longer be answered, only the connection closed.
-    var answering: Bool { exchange?.phase == .answering }
-
-    /// An answer's head goes to the client (the upstream's, or an error of the proxy's own). Returns
-    /// whether the connection carries another request after it: not when either side asked to
-    /// close, nor when `mayKeep` says no (the daemon stops, or a reload took the peer's access
-    /// away, TENANT-3). Decided once, as the head is written, so that the head says what follows.
-    mutating func answerHeadGoes(mayKeep: () -> Bool) -> Bool {
-        if let exchange, exchange.keepAlive, !closeAfterAnswer, exchange.clientFraming == .asUpstream {
-            keepsAfterAnswer = mayKeep()
-        } else {
-            keepsAfterAnswer = false
+        guard case .active(let exchange) = state else { return true }
+        switch exchange.body {
+        case .kept(_, false): return true
+        case .kept(_, true), .streaming(_, true): return !pilingUp
+        case .streaming(_, false): return exchange.upstream != nil && upstreamWritable()
         }
-        return keepsAfterAnswer
+    }
+}
+
+extension ProxyConnectionMachine.Exchange {
+    /// The upstream connection the request is on, if any.
+    var upstream: ProxyConnectionMachine.Upstream? {
+        switch step {
+        case .sent(let upstream), .holding(let upstream, _, _), .answering(let upstream, _): upstream
+        case .reading, .waitingForToken, .connecting, .challenged, .refreshing: nil
+        }
     }
 
-    /// The answer is complete. True: the connection takes the next request; false: it closes.
-    mutating func answerFinished() -> Bool {
-        let keep = keepsAfterAnswer
-        keepsAfterAnswer = false
-        serving = false
-        exchange = nil
-        if !keep { closing = true }
-        return keep
+    var replayable: Bool {
+        if case .kept = body { return true }
+        return false
     }
 
-    /// The connection cannot go on (part of an answer went out, or the request's body broke after
-    /// part of it went upstream), or the client left. True when it had an upstream to close.
-    mutating func closed() -> Bool {
-        let hadUpstream = exchange?.hasUpstream ?? false
-        exchange = nil
-        closing = true
-        return hadUpstream
+    /// How the body is framed upstream: a kept body by its length, a streamed one as the client
+    /// framed it.
+    var upstreamFraming: ProxyRules.Framing {
+        switch body {
+        case .kept(let bytes, _): return bytes > 0 ? .length(bytes) : .none
+        case .streaming:
+            if case .length(let length) = framing { return .length(length) }
+            return .chunked
+        }
     }
 }

@@ -3,7 +3,8 @@ import WAFDaemonTransport
 import WAFHTTPWire
 
 /// The bytes and handles of one proxied request, from its head to its answer's end: what
-/// `ProxyConnectionMachine` decides about, kept by its driver. A class: the driver changes it in
+/// `ProxyConnectionMachine` decides about, carried in its state while the request is in progress
+/// (the machine's `Request`). A class: the driver changes it in
 /// place many times per request, and copying a value this size in and out cost a tenth of the
 /// proxy's time in reference counting.
 final class ProxyExchange {
@@ -11,6 +12,8 @@ final class ProxyExchange {
     struct Answer {
         let head: HTTPHead
         let framing: HTTPFraming
+        /// How its body goes to the client.
+        let clientFraming: ProxyRules.ClientFraming
         var body: ByteBuffer
     }
 
@@ -46,6 +49,8 @@ final class ProxyExchange {
 
     /// Closes the upstream connection, which the request can no longer use.
     func dropUpstream() {
+        // (Its handler's delegate goes first: the machine no longer has this connection, and no
+        // report of it may reach the machine.)
         guard let upstream else { return }
         upstream.handler.delegate = nil
         upstream.channel.close(promise: nil)

@@ -16,41 +16,44 @@ extension ProxyHandler {
     // MARK: Challenges
 
     /// A challenge's whole answer is held (`exchange.held`): passed on, replayed, or a refresh first.
-    func challenged() {
-        guard let context, let exchange else { return }
-        switch machine.challenged(sentToken: exchange.sentToken, currentToken: proxy.token(for: exchange.route)) {
-        case .passOn:
-            passOn()
+    func challenged(_ exchange: ProxyExchange) {
+        guard let context else { return }
+        let current = proxy.token(for: exchange.route)
+        switch machine.challenged(sentToken: exchange.sentToken, currentToken: current, mayKeep: mayKeepConnection) {
+        case .passOn(let ending):
+            passOn(exchange, ending)
         case .replay(let token):
-            replay(with: token)
+            replay(exchange, with: token)
         case .refresh:
-            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
-            proxy.refreshToken(for: exchange.route, timeout: TimeAmount(max(exchange.route.settings.tokenWait, .seconds(1))), on: context.eventLoop) {
-                token in
-                let this = handler.value
-                guard let exchange = this.exchange else { return }
-                switch this.machine.refreshed(token, sentToken: exchange.sentToken) {
-                case .replay(let token): this.replay(with: token)
-                case .passOn, .refresh: this.passOn()
+            let waiting = NIOLoopBound((self, exchange), eventLoop: context.eventLoop)
+            let timeout = TimeAmount(max(exchange.route.settings.tokenWait, .seconds(1)))
+            proxy.refreshToken(for: exchange.route, timeout: timeout, on: context.eventLoop) { token in
+                let (handler, exchange) = waiting.value
+                switch handler.machine.refreshed(token, sentToken: exchange.sentToken, for: exchange, mayKeep: handler.mayKeepConnection) {
+                case .replay(let token): handler.replay(exchange, with: token)
+                case .passOn(let ending): handler.passOn(exchange, ending)
+                case .refresh: preconditionFailure("a refresh after a refresh")
                 case nil: return
                 }
             }
         }
     }
 
-    private func replay(with token: String) {
-        exchange?.held = nil
+    private func replay(_ exchange: ProxyExchange, with token: String) {
+        exchange.held = nil
         proxy.board.replays.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, "replay")
-        connect(token: token)
+        connect(exchange, token: token)
     }
 
-    private func passOn() {
-        guard let exchange, let answer = exchange.held else { return }
+    /// The held answer to the client as the upstream sent it.
+    private func passOn(_ exchange: ProxyExchange, _ ending: ProxyConnectionMachine<ProxyExchange>.Ending) {
+        guard let answer = exchange.held else { preconditionFailure("a challenge passed on without its answer") }
         exchange.held = nil
-        sendHead(answer.head, answer.framing)
+        if ending.tellGuard { tellGuard() }
+        sendHead(answer.head, answer.framing, answer.clientFraming, keepAlive: ending.keepAlive)
         if answer.body.readableBytes > 0 { context?.write(wrapOutboundOut(answer.body), promise: nil) }
-        finish()
+        finish(ending)
     }
 
     // MARK: Failures
@@ -67,16 +70,15 @@ extension ProxyHandler {
     /// The upstream cannot answer: 502 (unreachable, closed) or 504 (timed out) while nothing of
     /// an answer went out; a closed client connection otherwise.
     func upstreamFailed(_ kind: UpstreamFailure, _ error: (any Error)?) {
-        guard let exchange else { return }
+        guard let exchange = machine.request else { return }
         stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, kind.rawValue)
         exchange.dropUpstream()
-        // After an error answer, a request whose body was not all read closes the connection.
-        switch machine.upstreamFailed() {
-        case .none: return
-        case .closeClient: return closeClient()
-        case .answer: break
+        let ending: ProxyConnectionMachine<ProxyExchange>.Ending
+        switch machine.upstreamFailed(mayKeep: mayKeepConnection) {
+        case .closeClient(let exchange): return closeClient(exchange)
+        case .answer(let answer): ending = answer
         }
         let detail = error.map { ": \($0)" } ?? ""
         // Once a minute per kind of failure, with how many there were: an upstream that is down
@@ -85,37 +87,32 @@ extension ProxyHandler {
             "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)\(detail)",
             metadata: ["upstream": "\(exchange.route.settings.upstream.url)"], logger: proxy.logger)
         switch kind {
-        case .timeout: answerError(.upstreamTimedOut(seconds: exchange.route.settings.upstreamTimeout.components.seconds))
-        case .closed: answerError(.upstreamClosed)
-        case .unreachable: answerError(.upstreamUnreachable(url: "\(exchange.route.settings.upstream.url)"))
+        case .timeout: answerError(.upstreamTimedOut(seconds: exchange.route.settings.upstreamTimeout.components.seconds), ending)
+        case .closed: answerError(.upstreamClosed, ending)
+        case .unreachable: answerError(.upstreamUnreachable(url: "\(exchange.route.settings.upstream.url)"), ending)
         }
     }
 
     // MARK: Answering
 
-    /// An answer of the proxy's own: an error of the catalog. `toHead`: whether it answers a HEAD
-    /// (when not given, the exchange's request says).
-    func answerError(_ error: DaemonError, toHead: Bool? = nil) {
-        let reply = error.reply
+    /// An answer of the proxy's own, an error of the catalog, to the request `ending` ended.
+    /// `headOnly`: it answers a HEAD (when not given, the request says).
+    func answerError(_ error: DaemonError, _ ending: ProxyConnectionMachine<ProxyExchange>.Ending, headOnly: Bool? = nil) {
         guard let context else { return }
-        if let exchange, exchange.upstream != nil {
-            exchange.dropUpstream()
-            _ = machine.upstreamDetached()
-        }
-        answerBegins()
-        let keepAlive = machine.answerHeadGoes(mayKeep: mayKeepConnection)
+        ending.request?.dropUpstream()
+        if ending.tellGuard { tellGuard() }
+        let reply = error.reply
         count(reply.status)
         // A HEAD gets the head alone: a body after it would be read as the next answer.
-        let headOnly = toHead ?? (exchange?.head.isHead == true)
-        context.write(wrapOutboundOut(reply.encoded(keepAlive: keepAlive, headOnly: headOnly, allocator: context.channel.allocator)), promise: nil)
-        finish()
+        let headOnly = headOnly ?? (ending.request?.head.isHead == true)
+        context.write(
+            wrapOutboundOut(reply.encoded(keepAlive: ending.keepAlive, headOnly: headOnly, allocator: context.channel.allocator)), promise: nil)
+        finish(ending)
     }
 
-    /// The upstream's answer head (or a held one) to the client, framed as the machine decided.
-    func sendHead(_ head: HTTPHead, _ framing: HTTPFraming) {
-        guard let context, let clientFraming = machine.exchange?.clientFraming else { return }
-        answerBegins()
-        let keepAlive = machine.answerHeadGoes(mayKeep: mayKeepConnection)
+    /// The upstream's answer head (or a held one) to the client, framed as `clientFraming` says.
+    func sendHead(_ head: HTTPHead, _ framing: HTTPFraming, _ clientFraming: ProxyRules.ClientFraming, keepAlive: Bool) {
+        guard let context else { return }
         count(HTTPResponseStatus(statusCode: head.status))
         var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
         ProxyRules.writeClientHead(head, framing: framing, clientFraming: clientFraming, keepAlive: keepAlive, into: &bytes)
@@ -124,7 +121,7 @@ extension ProxyHandler {
 
     /// What the machine cannot know by itself: whether the daemon stops, and whether a reload
     /// took the peer's access away (TENANT-3).
-    private func mayKeepConnection() -> Bool {
+    func mayKeepConnection() -> Bool {
         !proxy.shuttingDown.load(ordering: .relaxed) && stillAllowed()
     }
 
@@ -142,13 +139,11 @@ extension ProxyHandler {
         stall.disarm()
     }
 
-    /// The answer is complete: the next request, or the connection's end.
-    func finish() {
+    /// The answer is complete (the machine has moved on): the next request, or the connection's end.
+    func finish(_ ending: ProxyConnectionMachine<ProxyExchange>.Ending) {
         guard let context else { return }
-        let keepAlive = machine.answerFinished()
-        exchange = nil
         // Written out before the guard hears of the end: on a graceful stop it closes at once.
-        guard keepAlive else {
+        guard ending.keepAlive else {
             let written = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
             context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
             written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
@@ -162,12 +157,10 @@ extension ProxyHandler {
     }
 
     /// The connection cannot go on (part of an answer went out, or the request's body is broken
-    /// after part of it went upstream): both sides close.
-    func closeClient() {
+    /// after part of it went upstream; the machine is closed): both sides close.
+    func closeClient(_ exchange: ProxyExchange) {
         stopStallTimer()
-        exchange?.dropUpstream()
-        _ = machine.closed()
-        exchange = nil
+        exchange.dropUpstream()
         context?.close(promise: nil)
     }
 }

@@ -7,46 +7,49 @@ extension ProxyHandler: UpstreamDelegate {
     // MARK: Sending it upstream
 
     /// The request is ready to go (complete, or streaming): a token, a connection, then the bytes.
-    func dispatch() {
-        guard let context, let exchange else { return }
-        machine.dispatching()
+    func dispatch(_ exchange: ProxyExchange) {
+        guard let context else { return }
         let token = proxy.token(for: exchange.route)
         if token == nil, exchange.route.settings.tokenWait > .zero {
-            let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+            let waiting = NIOLoopBound((self, exchange), eventLoop: context.eventLoop)
             proxy.waitForToken(for: exchange.route, timeout: TimeAmount(exchange.route.settings.tokenWait), on: context.eventLoop) { token in
-                handler.value.connect(token: token)
+                let (handler, exchange) = waiting.value
+                handler.tokenArrived(token, for: exchange)
             }
         } else {
-            connect(token: token)
+            tokenArrived(token, for: exchange)
         }
     }
 
-    func connect(token: String?, fresh: Bool = false) {
-        guard let context, let current = exchange else { return }
-        current.sentToken = token
-        machine.connecting()
-        let route = current.route
-        proxy.pools.acquire(route, on: context.eventLoop, fresh: fresh).assumeIsolated().whenComplete { [self] result in
+    private func tokenArrived(_ token: String?, for exchange: ProxyExchange) {
+        guard machine.tokenReady(for: exchange) else { return }
+        connect(exchange, token: token)
+    }
+
+    /// A connection for the request, which the machine has `connecting`.
+    func connect(_ exchange: ProxyExchange, token: String?, fresh: Bool = false) {
+        guard let context else { return }
+        exchange.sentToken = token
+        proxy.pools.acquire(exchange.route, on: context.eventLoop, fresh: fresh).assumeIsolated().whenComplete { [self] result in
             switch result {
             case .success(let acquired):
                 guard let connection = try? UpstreamConnection(acquired) else {
                     acquired.channel.close(promise: nil)
-                    upstreamFailed(.closed, nil)
+                    if machine.isConnecting(exchange) { upstreamFailed(.closed, nil) }
                     return
                 }
-                guard exchange != nil, self.context != nil else {
+                guard self.context != nil, let attach = machine.upstreamAttached(for: exchange, reused: connection.reused) else {
                     proxy.pools.release(connection, on: context.eventLoop)
                     return
                 }
-                attach(connection)
+                self.attach(connection, attach, exchange)
             case .failure(let error):
-                upstreamFailed(error is ChannelError ? .timeout : .unreachable, error)
+                if machine.isConnecting(exchange) { upstreamFailed(error is ChannelError ? .timeout : .unreachable, error) }
             }
         }
     }
 
-    private func attach(_ connection: UpstreamConnection) {
-        guard context != nil, let exchange, let attach = machine.upstreamAttached(reused: connection.reused) else { return }
+    private func attach(_ connection: UpstreamConnection, _ attach: ProxyConnectionMachine<ProxyExchange>.Attach, _ exchange: ProxyExchange) {
         connection.handler.delegate = self
         connection.handler.expectAnswer(toHead: exchange.head.isHead, decodeChunks: exchange.head.minorVersion == 0)
         exchange.upstream = connection
@@ -74,16 +77,20 @@ extension ProxyHandler: UpstreamDelegate {
 
     var wantsUpstreamReads: Bool { context?.channel.isWritable ?? true }
 
+    /// A part of the answer from the request's upstream connection (reported only while attached:
+    /// every detach clears the connection's delegate).
     func upstream(_ part: UpstreamHandler.Part) {
-        guard let exchange, let context else { return }
+        guard let exchange = machine.request, let context else { return }
         switch part {
         case .head(let head, let framing):
             let clientFraming = ProxyRules.clientFraming(framing, clientMinorVersion: exchange.head.minorVersion)
             let challenge = ProxyRules.isChallenge(head)
-            switch machine.answerHeadArrived(challenge: challenge, clientFraming: clientFraming) {
-            case .fail: return upstreamFailed(.closed, nil)
-            case .hold: exchange.held = .init(head: head, framing: framing, body: context.channel.allocator.buffer(capacity: 0))
-            case .pass, .passHeld: sendHead(head, framing)
+            switch machine.answerHeadArrived(challenge: challenge, clientFraming: clientFraming, mayKeep: mayKeepConnection) {
+            case .hold:
+                exchange.held = .init(head: head, framing: framing, clientFraming: clientFraming, body: context.channel.allocator.buffer(capacity: 0))
+            case .pass(let keepAlive):
+                answerBegins()
+                sendHead(head, framing, clientFraming, keepAlive: keepAlive)
             }
             stopStallTimer()
             proxy.upstreamTimer.recordNanoseconds((NIODeadline.now() - exchange.sentAt).nanoseconds)
@@ -100,27 +107,30 @@ extension ProxyHandler: UpstreamDelegate {
         case .body(var bytes):
             // A challenge's body is held within the memory budget only (TENANT-12).
             let mayHold = !machine.holdsChallenge || exchange.holding.grow(by: bytes.readableBytes)
-            switch machine.answerBodyArrived(bytes.readableBytes, mayHold: mayHold) {
-            case .fail:
-                return upstreamFailed(.closed, nil)
+            switch machine.answerBodyArrived(bytes.readableBytes, mayHold: mayHold, mayKeep: mayKeepConnection) {
             case .pass:
                 context.write(wrapOutboundOut(bytes), promise: nil)
             case .hold:
                 exchange.held?.body.writeBuffer(&bytes)
-            case .passHeld:
-                guard var held = exchange.held else { return upstreamFailed(.closed, nil) }
+            case .passHeld(let keepAlive):
+                guard var held = exchange.held else { preconditionFailure("a challenge held without its answer") }
                 exchange.held = nil
                 held.body.writeBuffer(&bytes)
-                sendHead(held.head, held.framing)
+                answerBegins()
+                sendHead(held.head, held.framing, held.clientFraming, keepAlive: keepAlive)
                 context.write(wrapOutboundOut(held.body), promise: nil)
             }
             armStallTimer(exchange)
         case .end:
-            let end = machine.answerEnded()
-            guard end != .fail else { return upstreamFailed(.closed, nil) }
             stopStallTimer()
-            releaseUpstream()
-            if end == .challenged { challenged() } else { finish() }
+            switch machine.answerEnded() {
+            case .finish(let ending, let pool):
+                releaseUpstream(exchange, pool: pool)
+                finish(ending)
+            case .challenged(let pool):
+                releaseUpstream(exchange, pool: pool)
+                challenged(exchange)
+            }
         }
     }
 
@@ -133,25 +143,24 @@ extension ProxyHandler: UpstreamDelegate {
     }
 
     func upstreamClosed() {
-        guard let exchange else { return }
+        guard let exchange = machine.request else { return }
         switch machine.upstreamClosed() {
-        case .none:
-            return
-        case .closeClient:
-            closeClient()
+        case .closeClient(let exchange):
+            closeClient(exchange)
         case .retry:
-            exchange.upstream = nil
+            exchange.dropUpstream()
             stopStallTimer()
-            connect(token: exchange.sentToken, fresh: true)
+            connect(exchange, token: exchange.sentToken, fresh: true)
         case .fail:
             upstreamFailed(.closed, nil)
         }
     }
 
-    /// The upstream connection back to its pool when it carried a whole request and answer.
-    func releaseUpstream() {
-        guard let context, let exchange, let upstream = exchange.upstream else { return }
-        guard machine.upstreamDetached() else { return exchange.dropUpstream() }
+    /// The request's upstream connection back to its pool when it carried a whole request and
+    /// answer (`pool`); closed otherwise.
+    private func releaseUpstream(_ exchange: ProxyExchange, pool: Bool) {
+        guard let context, let upstream = exchange.upstream else { return }
+        guard pool else { return exchange.dropUpstream() }
         exchange.upstream = nil
         proxy.pools.release(upstream, on: context.eventLoop)
     }

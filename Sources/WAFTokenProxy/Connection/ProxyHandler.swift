@@ -20,10 +20,8 @@ final class ProxyHandler: ChannelDuplexHandler {
     let proxy: ProxyContext
     private let connection: ConnectionState
     var context: ChannelHandlerContext?
-    /// Every decision about the connection and its request in progress.
-    var machine = ProxyConnectionMachine()
-    /// The request in progress's bytes and upstream: there exactly while `machine.exchange` is.
-    var exchange: ProxyExchange?
+    /// Every decision about the connection, and its request in progress.
+    var machine = ProxyConnectionMachine<ProxyExchange>()
     /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
     let stall = MovingTimeout()
     private var clientReadPending = false
@@ -49,7 +47,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     // MARK: The client's requests
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !machine.closing else { return }
+        guard !machine.isClosed else { return }
         var bytes = unwrapInboundIn(data)
         if var held = received, held.readableBytes > 0 {
             received = nil
@@ -62,7 +60,7 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        exchange?.upstream?.handler.flush()
+        machine.request?.upstream?.handler.flush()
         context.fireChannelReadComplete()
     }
 
@@ -76,14 +74,13 @@ final class ProxyHandler: ChannelDuplexHandler {
         guard !processing else { return }
         processing = true
         defer { processing = false }
-        while !machine.closing, var bytes = received, bytes.readableBytes > 0 {
+        while !machine.isClosed, var bytes = received, bytes.readableBytes > 0 {
             received = nil
-            defer { if !machine.closing, bytes.readableBytes > 0 { received = bytes } }
-            if let exchange, let request = machine.exchange {
-                guard !request.requestComplete else { return }
-                takeBody(&bytes, exchange, request.framing)
-            } else {
-                guard takeHead(&bytes) else { return }
+            defer { if !machine.isClosed, bytes.readableBytes > 0 { received = bytes } }
+            switch machine.reading {
+            case .head: guard takeHead(&bytes) else { return }
+            case .body(let exchange, let framing): takeBody(&bytes, exchange, framing)
+            case .nothing: return
             }
         }
     }
@@ -114,7 +111,8 @@ final class ProxyHandler: ChannelDuplexHandler {
             }
             begin(head, framing)
         } catch {
-            refuseUnreadable(error)
+            // Bytes that cannot be trusted to end where they seem to: the connection closes after the error.
+            refuse(DaemonError(unreadable: error))
         }
         return true
     }
@@ -136,29 +134,33 @@ final class ProxyHandler: ChannelDuplexHandler {
         case .failure(let refusal): return refuse(refusal, to: head)
         }
         let replayLimit = route.settings.replayBufferBytes
-        exchange = ProxyExchange(
+        let exchange = ProxyExchange(
             route: route, head: head, target: target, framing: framing, allocator: context.channel.allocator,
             holding: MemoryBudget.Holding(proxy.budget, uid: connection.peer?.uid ?? .max))
         let begin = machine.requestBegan(
-            framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
+            exchange, framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
             upgrade: head.contains("upgrade"), expectsContinue: framing != .none && head.lists("expect", "100-continue"), replayLimit: replayLimit)
         switch begin {
         case .serve:
-            answerBegins()
-            dispatch()
+            tellGuard()
+            dispatch(exchange)
         case .readBody(let sendContinue), .dispatchAndStream(let sendContinue):
             // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
             if sendContinue {
                 context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
             }
-            if case .dispatchAndStream = begin { dispatch() }
+            if case .dispatchAndStream = begin { dispatch(exchange) }
         }
     }
 
     /// The request is complete or its answer begins (`ProxyConnectionMachine.servingBegins`).
     func answerBegins() {
-        guard let context, machine.servingBegins() else { return }
-        context.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
+        if machine.servingBegins() { tellGuard() }
+    }
+
+    /// The guard hears that the request is being served: its request timeout stops.
+    func tellGuard() {
+        context?.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
     }
 
     /// Whether the peer may use the proxy under the lists in force, decided again after a reload.
@@ -167,14 +169,14 @@ final class ProxyHandler: ChannelDuplexHandler {
         return connection.allowed(under: route.connection.policy, generation: UInt64(route.generation))
     }
 
-    /// `exchange` is the one in progress; what it sets off may end it (`self.exchange` is then nil).
+    /// `exchange` is the one in progress; what it sets off may end it (`machine.request` is then another, or nil).
     private func takeBody(_ bytes: inout ByteBuffer, _ exchange: ProxyExchange, _ framing: HTTPFraming) {
         switch framing {
         case .length:
             let piece = bytes.readSlice(length: min(exchange.bodyLeft, bytes.readableBytes)) ?? ByteBuffer()
             exchange.bodyLeft -= piece.readableBytes
-            bodyArrived(piece)
-            if self.exchange === exchange, exchange.bodyLeft == 0 { requestEnded() }
+            bodyArrived(piece, exchange)
+            if machine.request === exchange, exchange.bodyLeft == 0 { requestEnded(exchange) }
         case .chunked:
             var scanner = exchange.chunks
             let start = bytes.readerIndex
@@ -186,40 +188,38 @@ final class ProxyHandler: ChannelDuplexHandler {
                 bytes.moveReaderIndex(forwardBy: used)
             } catch {
                 bytes.clear()
-                return machine.requestReachedUpstream ? closeClient() : refuseUnreadable(error)
+                return bodyBroke(error)
             }
             exchange.chunks = scanner
-            for piece in pieces where self.exchange === exchange { bodyArrived(piece) }
-            if scanner.isDone, self.exchange === exchange { requestEnded() }
+            for piece in pieces where machine.request === exchange { bodyArrived(piece, exchange) }
+            if scanner.isDone, machine.request === exchange { requestEnded(exchange) }
         case .none, .untilClose:
-            requestEnded()
+            requestEnded(exchange)
         }
     }
 
-    private func bodyArrived(_ piece: ByteBuffer) {
-        guard let exchange else { return }
+    private func bodyArrived(_ piece: ByteBuffer, _ exchange: ProxyExchange) {
         // A body is kept for a replay only within the memory budget (TENANT-12); past it, it streams.
         let mayKeep = !machine.keepsBodyForReplay || exchange.holding.grow(by: piece.readableBytes)
         switch machine.bodyArrived(piece.readableBytes, mayKeep: mayKeep) {
-        case .forward:
-            if let upstream = exchange.upstream, let framing = machine.exchange?.upstreamFraming { send(piece, to: upstream, framing: framing) }
+        case .forward(let framing):
+            if let upstream = exchange.upstream { send(piece, to: upstream, framing: framing) }
         case .keep:
             var piece = piece
             exchange.body.writeBuffer(&piece)
         case .keepAndDispatch:
             var piece = piece
             exchange.body.writeBuffer(&piece)
-            dispatch()
+            dispatch(exchange)
         }
     }
 
-    private func requestEnded() {
-        guard let exchange else { return }
+    private func requestEnded(_ exchange: ProxyExchange) {
         let end = machine.requestEnded()
         answerBegins()
         switch end {
         case .dispatch:
-            dispatch()
+            dispatch(exchange)
         case .endUpstreamBody(let chunked):
             guard let upstream = exchange.upstream else { return }
             if chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
@@ -240,24 +240,26 @@ final class ProxyHandler: ChannelDuplexHandler {
         upstream.handler.send(chunk)
     }
 
-    /// An error answered in place of a request whose bytes cannot be trusted to end where they
-    /// seem to: the connection closes after it.
-    private func refuseUnreadable(_ failure: any Error) {
-        refuse(failure as? DaemonError ?? (failure as? HTTPHeadParser.Failure).map(DaemonError.init) ?? .malformed("\(failure)"))
-    }
-
     /// `head`: the request refused, when it was read (before its exchange exists).
     private func refuse(_ error: DaemonError, to head: HTTPHead? = nil) {
-        machine.refuse()
         received = nil
-        answerError(error, toHead: head?.isHead)
+        answerError(error, machine.refuse(), headOnly: head?.isHead ?? false)
+    }
+
+    /// A body that cannot be read on: refused while none of it went upstream, closed after.
+    private func bodyBroke(_ failure: any Error) {
+        received = nil
+        switch machine.bodyBroke() {
+        case .closeClient(let exchange): closeClient(exchange)
+        case .answer(let ending): answerError(DaemonError(unreadable: failure), ending)
+        }
     }
 
     // MARK: Backpressure
 
     private var wantsClientReads: Bool {
         machine.wantsClientReads(pilingUp: (received?.readableBytes ?? 0) > HTTPLimits.maximumHeadBytes) {
-            exchange?.upstream?.channel.isWritable ?? false
+            machine.request?.upstream?.channel.isWritable ?? false
         }
     }
 
@@ -276,17 +278,16 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { exchange?.upstream?.handler.resumeReads() }
+        if context.channel.isWritable { machine.request?.upstream?.handler.resumeReads() }
         context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         // The client left: an upstream connection in the middle of its answer cannot be reused.
-        _ = machine.closed()
+        let exchange = machine.closed()
         received = nil
         stall.cancel()
         exchange?.dropUpstream()
-        exchange = nil
         context.fireChannelInactive()
     }
 }

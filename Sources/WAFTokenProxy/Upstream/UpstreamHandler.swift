@@ -140,7 +140,8 @@ final class UpstreamHandler: ChannelDuplexHandler {
                 let start = bytes.readerIndex
                 let used = try bytes.withUnsafeReadableBytes { raw throws(HTTPHeadParser.Failure) in
                     try scanner.scan(raw) { range in
-                        if decode { delegate.upstream(.body(bytes.getSlice(at: start + range.lowerBound, length: range.count)!)) }
+                        // The delegate as it is now: a part it was told may have let the connection go.
+                        if decode { self.delegate?.upstream(.body(bytes.getSlice(at: start + range.lowerBound, length: range.count)!)) }
                     }
                 }
                 let slice = bytes.readSlice(length: used)!

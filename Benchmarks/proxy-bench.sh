@@ -135,7 +135,7 @@ for workers in $WORKERS; do
         fi
         printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %9s %6s %12s %9s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" \
             "$gp99" "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
-            "$gratio" "≥0.90x" "$srate" "$sratio"
+            "$gratio" "≥1.00x" "$srate" "$sratio"
     done
     # CPU per request of each proxy (all its threads or processes), 16 connections.
     # With its split into user and system time: the kernel's share is much the same for all three
@@ -155,7 +155,7 @@ for workers in $WORKERS; do
     go_cpu=
     [ -n "$go_pid" ] && go_cpu=", Go $(cpu_per_request "$go_pid" "$dir/go.sock")"
     echo "         CPU per request (µs, every thread or worker): waf-tokend $(cpu_per_request "$ours_pid" "$dir/proxy.sock")," \
-        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock")$go_cpu$sketch_cpu (goal: ≤ 1.3x nginx's)"
+        "nginx $(cpu_per_request "$nginx_pid" "$dir/nginx.sock")$go_cpu$sketch_cpu (goal: ≤ 1.0x nginx's)"
     kill "$ours_pid" "$nginx_pid" $go_pid ${sketch_pid:-} 2>/dev/null || true
     wait "$ours_pid" "$nginx_pid" $go_pid ${sketch_pid:-} 2>/dev/null || true
     sketch_pid=

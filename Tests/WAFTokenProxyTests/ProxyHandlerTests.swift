@@ -23,6 +23,11 @@ struct ProxyHandlerTests {
         var made: [EmbeddedChannel] = []
         /// Connections that fail to connect, counted down.
         var unreachable = 0
+        /// Connections whose first flush fails and closes them at once, counted down.
+        var closingOnFlush = 0
+        /// Connects that never complete, counted down; their promises are kept here.
+        var hanging = 0
+        var hung: [EventLoopPromise<UpstreamPools.Acquired>] = []
 
         init(loop: EmbeddedEventLoop) { self.loop = loop }
 
@@ -31,10 +36,28 @@ struct ProxyHandlerTests {
                 unreachable -= 1
                 return loop.makeFailedFuture(IOError(errnoCode: 111, reason: "connect"))
             }
+            if hanging > 0 {
+                hanging -= 1
+                hung.append(loop.makePromise())
+                return hung[hung.count - 1].futureResult
+            }
             let channel = EmbeddedChannel(handler: UpstreamHandler(generation: route.generation), loop: loop)
+            if closingOnFlush > 0 {
+                closingOnFlush -= 1
+                try! channel.pipeline.syncOperations.addHandler(ClosingOnFlush(), position: .first)
+            }
             _ = channel.connect(to: try! SocketAddress(ipAddress: "127.0.0.1", port: 8080))
             made.append(channel)
             return loop.makeSucceededFuture(.init(channel: channel, reused: false))
+        }
+    }
+
+    /// A write that fails as it is flushed: NIO closes the channel inside the flush.
+    final class ClosingOnFlush: ChannelOutboundHandler, @unchecked Sendable {
+        typealias OutboundIn = ByteBuffer
+
+        func flush(context: ChannelHandlerContext) {
+            context.close(promise: nil)
         }
     }
 
@@ -267,6 +290,33 @@ struct ProxyHandlerTests {
             let parts = [String(decoding: answer[..<split], as: UTF8.self), String(decoding: answer[split...], as: UTF8.self)]
             #expect(try run([request], parts).client == whole.client, "answer split at \(split)")
         }
+    }
+
+    @Test("A connection that closes as the request is flushed to it leaves no upstream timer behind to fail a later request")
+    func noTimerOutlivesItsConnection() throws {
+        let harness = try Harness()
+        harness.upstreams.closingOnFlush = 1
+        try harness.send(Self.request)
+        let failed = try Harness.written(harness.client)
+        #expect(failed.hasPrefix("HTTP/1.1 502 "), "\(failed)")
+        // The next request is still reading its body when the first request's timer would end.
+        try harness.send("POST /next HTTP/1.1\r\nHost: app.example\r\nContent-Length: 10\r\n\r\nhalf")
+        harness.loop.advanceTime(by: .seconds(120))
+        #expect(try Harness.written(harness.client) == "", "nothing answered a request that never went upstream")
+        #expect(harness.client.isActive)
+    }
+
+    @Test("A client that leaves while its request waits for a connection gives its body's share of the memory budget back at once")
+    func budgetGivenBackAtTheClose() throws {
+        let harness = try Harness()
+        harness.upstreams.hanging = 1
+        try harness.send(Self.request)
+        #expect(harness.proxy.budget.used(by: 1000) == 5, "the body kept for a replay")
+        _ = harness.client.close()
+        harness.loop.run()
+        #expect(harness.proxy.budget.used(by: 1000) == 0, "given back with the close, not when the connect ends")
+        harness.upstreams.hung[0].fail(ChannelError.ioOnClosedChannel)
+        harness.loop.run()
     }
 
     /// A streamed chunked body's data, however it was cut into chunks.

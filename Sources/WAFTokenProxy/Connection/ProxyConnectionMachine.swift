@@ -104,6 +104,13 @@ struct ProxyConnectionMachine<Request: AnyObject> {
         return nil
     }
 
+    /// Whether the request waits on an upstream connection it has (sent, a challenge arriving, an
+    /// answer going): only then can the upstream time out.
+    var waitsOnUpstream: Bool {
+        if case .active(let exchange) = state { return exchange.upstream != nil }
+        return false
+    }
+
     var isClosed: Bool {
         if case .closed = state { return true }
         return false

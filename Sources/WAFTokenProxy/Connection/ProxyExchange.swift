@@ -47,10 +47,19 @@ final class ProxyExchange {
         if case .length(let length) = framing { bodyLeft = length }
     }
 
+    /// The request is over: its upstream connection (if it still has one) closed, its bytes and
+    /// their share of the memory budget given back now, not when the last callback that names it
+    /// (a token wait, a connect, a refresh) lets it go.
+    func end() {
+        dropUpstream()
+        body = ByteBuffer()
+        held = nil
+        holding.releaseAll()
+    }
+
     /// Closes the upstream connection, which the request can no longer use.
     func dropUpstream() {
-        // (Its handler's delegate goes first: the machine no longer has this connection, and no
-        // report of it may reach the machine.)
+        // The delegate goes first: no report of a connection the machine let go may reach it.
         guard let upstream else { return }
         upstream.handler.delegate = nil
         upstream.channel.close(promise: nil)

@@ -59,6 +59,8 @@ extension ProxyHandler {
     // MARK: Failures
 
     func upstreamTimedOut() {
+        // A timer runs on its own time: one that outlived its connection finds nothing to fail.
+        guard machine.waitsOnUpstream else { return }
         upstreamFailed(.timeout, nil)
     }
 
@@ -141,6 +143,7 @@ extension ProxyHandler {
 
     /// The answer is complete (the machine has moved on): the next request, or the connection's end.
     func finish(_ ending: ProxyConnectionMachine<ProxyExchange>.Ending) {
+        ending.request?.end()
         guard let context else { return }
         // Written out before the guard hears of the end: on a graceful stop it closes at once.
         guard ending.keepAlive else {
@@ -160,7 +163,7 @@ extension ProxyHandler {
     /// after part of it went upstream; the machine is closed): both sides close.
     func closeClient(_ exchange: ProxyExchange) {
         stopStallTimer()
-        exchange.dropUpstream()
+        exchange.end()
         context?.close(promise: nil)
     }
 }

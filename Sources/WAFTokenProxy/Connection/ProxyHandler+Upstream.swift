@@ -68,6 +68,9 @@ extension ProxyHandler: UpstreamDelegate {
         }
         if attach.endChunked { connection.handler.send(connection.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
         connection.handler.flush()
+        // A write that failed in that flush closed the connection at once, and its close may have
+        // ended the request (answered, or retried): then no timer for it.
+        guard machine.request === exchange, exchange.upstream?.channel === connection.channel else { return }
         exchange.sentAt = .now()
         armStallTimer(exchange)
         resumeClientReads()

@@ -287,7 +287,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         let exchange = machine.closed()
         received = nil
         stall.cancel()
-        exchange?.dropUpstream()
+        exchange?.end()
         context.fireChannelInactive()
     }
 }

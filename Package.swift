@@ -239,8 +239,10 @@ let package = Package(
             name: "waf-fleet-sim", dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"], path: "Benchmarks/waf-fleet-sim", swiftSettings: strict),
         // The proxy's relay on an epoll loop of its own, without NIO's pipeline: a measuring sketch.
         .systemLibrary(name: "CEpoll", path: "Benchmarks/CEpoll"),
+        .systemLibrary(name: "CSketchTLS", path: "Benchmarks/CSketchTLS", providers: [.apt(["libssl-dev"])]),
         .executableTarget(
-            name: "waf-relay-sketch", dependencies: ["CEpoll", "WAFHTTPWire", .product(name: "NIOCore", package: "swift-nio")],
+            name: "waf-relay-sketch",
+            dependencies: ["CEpoll", "CSketchTLS", "WAFHTTPWire", .product(name: "NIOCore", package: "swift-nio")],
             path: "Benchmarks/waf-relay-sketch", swiftSettings: strict),
 
         // What the test targets share: child processes of our executables, certificates, raw

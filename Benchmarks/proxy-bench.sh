@@ -13,7 +13,8 @@
 # certificate of a throw-away CA made here by openssl, TLS 1.2 with one cipher for both; the
 # daemon trusts it through tokenService.caFile, nginx through proxy_ssl_verify; both keep
 # connections alive, so handshakes are rare (nginx also reuses sessions, the daemon does not).
-# Go and the sketch, which has no TLS, sit these rows out.
+# Go sits these rows out; the sketch speaks TLS through OpenSSL's libssl, verifying as nginx does
+# (what the proxy on a loop of its own would do, issue 39).
 #
 #   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64" SCHEMES="http https")
 set -euo pipefail
@@ -106,8 +107,10 @@ for workers in $WORKERS; do
         wait_for "grep -q ready $dir/go.out"
         contenders+=(go)
     fi
-    if [ "$workers" = 1 ] && [ "$scheme" = http ]; then
-        "$bin/waf-relay-sketch" "$dir/sketch.sock" "$plain_port" "$token" >"$dir/sketch.out" &
+    if [ "$workers" = 1 ]; then
+        sketch_tls=()
+        [ "$scheme" = https ] && sketch_tls=("$tls/ca.pem" localhost)
+        "$bin/waf-relay-sketch" "$dir/sketch.sock" "$([ "$scheme" = https ] && echo "$tls_port" || echo "$plain_port")" "$token" "${sketch_tls[@]}" >"$dir/sketch.out" &
         pids+=($!)
         sketch_pid=$!
         wait_for "grep -q ready $dir/sketch.out"

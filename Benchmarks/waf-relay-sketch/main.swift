@@ -5,17 +5,22 @@
 // It does what the nginx anchor of `make bench-proxy` does and no more: GET requests without a
 // body, a fixed Cookie put in place of the client's, keep-alive upstream connections pooled,
 // answers framed by Content-Length relayed as they come. No challenges, no timeouts, no tenants,
-// no TLS, no backpressure beyond the socket buffers; a request it cannot take closes its
-// connection.
+// no backpressure beyond the socket buffers; a request it cannot take closes its connection.
+// Given a CA file and a host name, it speaks TLS to the upstream through OpenSSL's libssl (the
+// certificate verified for that name, SNI, the first session resumed by later connections): how
+// close TLS on a loop of its own gets is the question issue 39's HTTPS rows ask.
 //
-//   waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN
+//   waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN [CA_FILE HOST]
 import CEpoll
+import CSketchTLS
 import Glibc
 import NIOCore
 import WAFHTTPWire
 
 final class Upstream {
     let descriptor: Int32
+    /// The TLS session over it (OpenSSL's `SSL *`), for an HTTPS upstream.
+    var tls: OpaquePointer?
     var buffer = ByteBuffer()
     /// Body bytes still to come; nil while the head is awaited.
     var left: Int?
@@ -51,21 +56,56 @@ func fail(_ message: String, status: Int32) -> Never {
 }
 
 let arguments = CommandLine.arguments
-guard arguments.count == 4, let port = UInt16(arguments[2]) else {
-    fail("usage: waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN", status: 2)
+guard arguments.count == 4 || arguments.count == 6, let port = UInt16(arguments[2]) else {
+    fail("usage: waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN [CA_FILE HOST]", status: 2)
 }
-Relay(port: port, token: arguments[3]).run(listeningOn: arguments[1])
+let tls = arguments.count == 6 ? UpstreamTLS(caFile: arguments[4], host: arguments[5]) : nil
+Relay(port: port, token: arguments[3], tls: tls).run(listeningOn: arguments[1])
+
+/// TLS to the upstream: one client context, verification against the CA for the host name.
+final class UpstreamTLS {
+    let context: OpaquePointer
+    let host: String
+    /// The first connection's session, offered by every later one.
+    var session: OpaquePointer?
+
+    init(caFile: String, host: String) {
+        guard let context = SSL_CTX_new(TLS_client_method()), SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+            fail("error: cannot load the CA file \(caFile)", status: 1)
+        }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        self.context = context
+        self.host = host
+    }
+
+    /// The handshake on a connected socket that still blocks.
+    func start(on descriptor: Int32) -> OpaquePointer? {
+        guard let tls = SSL_new(context) else { return nil }
+        SSL_set_fd(tls, descriptor)
+        _ = sketch_set_server_name(tls, host)
+        SSL_set1_host(tls, host)
+        if let session { SSL_set_session(tls, session) }
+        guard SSL_connect(tls) == 1 else {
+            SSL_free(tls)
+            return nil
+        }
+        if session == nil { session = SSL_get1_session(tls) }
+        return tls
+    }
+}
 
 final class Relay {
     let port: UInt16
+    let tls: UpstreamTLS?
     let cookie: [UInt8]
     let epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
     var entries = [Int32: Entry]()
     var idle: [Upstream] = []
     var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
-    init(port: UInt16, token: String) {
+    init(port: UInt16, token: String, tls: UpstreamTLS?) {
         self.port = port
+        self.tls = tls
         cookie = Array("Cookie: aws-waf-token=\(token)\r\n".utf8)
     }
 
@@ -76,36 +116,59 @@ final class Relay {
     }
 
     func forget(_ descriptor: Int32) {
+        if case .upstream(let upstream)? = entries[descriptor], let session = upstream.tls { SSL_free(session) }
         entries[descriptor] = nil
         close(descriptor)
     }
 
-    /// Writes all of `bytes` (a sketch: a full socket buffer waits here).
-    func send(_ descriptor: Int32, _ bytes: ByteBuffer) -> Bool {
+    /// Writes all of `bytes`, through `session` when there is one (a sketch: a full socket
+    /// buffer waits here).
+    func send(_ descriptor: Int32, _ bytes: ByteBuffer, tls session: OpaquePointer? = nil) -> Bool {
         bytes.withUnsafeReadableBytes { raw in
             var offset = 0
             while offset < raw.count {
-                let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
-                if written > 0 {
-                    offset += written
-                } else if written < 0, errno == EAGAIN {
-                    var pending = pollfd(fd: descriptor, events: Int16(POLLOUT), revents: 0)
-                    _ = poll(&pending, 1, -1)
+                var waitFor = Int16(POLLOUT)
+                if let session {
+                    let written = SSL_write(session, raw.baseAddress! + offset, Int32(raw.count - offset))
+                    if written > 0 {
+                        offset += Int(written)
+                        continue
+                    }
+                    switch SSL_get_error(session, written) {
+                    case SSL_ERROR_WANT_WRITE: break
+                    case SSL_ERROR_WANT_READ: waitFor = Int16(POLLIN)
+                    default: return false
+                    }
                 } else {
-                    return false
+                    let written = write(descriptor, raw.baseAddress! + offset, raw.count - offset)
+                    if written > 0 {
+                        offset += written
+                        continue
+                    }
+                    guard written < 0, errno == EAGAIN else { return false }
                 }
+                var pending = pollfd(fd: descriptor, events: waitFor, revents: 0)
+                _ = poll(&pending, 1, -1)
             }
             return true
         }
     }
 
-    /// Reads what is there into `buffer`; false at the end or on an error.
-    func receive(_ descriptor: Int32, into buffer: inout ByteBuffer) -> Bool {
-        let count = scratch.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
-        if count < 0 && errno == EAGAIN { return true }
-        guard count > 0 else { return false }
-        _ = scratch.withUnsafeBytes { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
-        return true
+    /// Reads what is there into `buffer`; false at the end or on an error. Through TLS, every
+    /// record there is read: epoll does not know of plaintext OpenSSL holds.
+    func receive(_ descriptor: Int32, into buffer: inout ByteBuffer, tls session: OpaquePointer? = nil) -> Bool {
+        guard let session else {
+            let count = scratch.withUnsafeMutableBytes { read(descriptor, $0.baseAddress!, $0.count) }
+            if count < 0 && errno == EAGAIN { return true }
+            guard count > 0 else { return false }
+            _ = scratch.withUnsafeBytes { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            return true
+        }
+        while true {
+            let count = scratch.withUnsafeMutableBytes { SSL_read(session, $0.baseAddress!, Int32($0.count)) }
+            guard count > 0 else { return SSL_get_error(session, count) == SSL_ERROR_WANT_READ }
+            _ = scratch.withUnsafeBytes { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: $0[0..<Int(count)])) }
+        }
     }
 
     func connectUpstream() -> Upstream? {
@@ -117,8 +180,14 @@ final class Relay {
         }
         var one: Int32 = 1
         setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        let session = tls?.start(on: descriptor)
+        if tls != nil, session == nil {
+            close(descriptor)
+            return nil
+        }
         _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) | O_NONBLOCK)
         let upstream = Upstream(descriptor: descriptor)
+        upstream.tls = session
         watch(descriptor, .upstream(upstream))
         return upstream
     }
@@ -146,7 +215,7 @@ final class Relay {
         upstream.client = client
         upstream.left = nil
         client.upstream = upstream
-        return send(upstream.descriptor, request)
+        return send(upstream.descriptor, request, tls: upstream.tls)
     }
 
     /// Relays what the upstream sent; when its answer ended, the next request of the client goes.
@@ -206,7 +275,7 @@ final class Relay {
                         continue
                     }
                 case .upstream(let upstream)?:
-                    guard receive(descriptor, into: &upstream.buffer), relay(upstream) else {
+                    guard receive(descriptor, into: &upstream.buffer, tls: upstream.tls), relay(upstream) else {
                         if let client = upstream.client { forget(client.descriptor) }
                         idle.removeAll { $0 === upstream }
                         forget(descriptor)

@@ -10,8 +10,8 @@
 # pipeline, doing only what the nginx anchor does: what leaving the pipeline would get. Also the
 # daemon's memory at rest with the socket and the proxy on, before any load. Then the same rows
 # with an HTTPS upstream, the path a WAF-protected API takes: the same nginx behind TLS with a
-# certificate of a throw-away CA made here by openssl, TLS 1.2 with one cipher for both; the
-# daemon trusts it through tokenService.caFile, nginx through proxy_ssl_verify; both keep
+# certificate of a throw-away CA made here by openssl, TLS 1.2 with one cipher for every
+# contender; the daemon trusts it through tokenService.caFile, nginx through proxy_ssl_verify; both keep
 # connections alive, so handshakes are rare (nginx also reuses sessions, the daemon does not).
 # Go sits these rows out; the sketch speaks TLS through OpenSSL's libssl, verifying as nginx does
 # (what the proxy on a loop of its own would do, issue 39).

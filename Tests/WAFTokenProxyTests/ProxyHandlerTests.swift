@@ -317,6 +317,24 @@ struct ProxyHandlerTests {
         #expect(harness.proxy.budget.used(by: 1000) == 0, "given back with the close, not when the connect ends")
         harness.upstreams.hung[0].fail(ChannelError.ioOnClosedChannel)
         harness.loop.run()
+        #expect(harness.proxy.budget.used == 0, "given back once, not twice")
+    }
+
+    @Test("A pooled connection that closes as the request is flushed to it: the request goes once more, on a new one, and is answered")
+    func pooledConnectionClosesOnFlush() throws {
+        let harness = try Harness()
+        try harness.send("GET /first HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        try harness.answer(Self.answer)
+        _ = try Harness.written(harness.client)
+        // The upstream went away while the connection waited in its pool: the next write fails.
+        try harness.upstreams.made[0].pipeline.syncOperations.addHandler(ClosingOnFlush(), position: .first)
+        try harness.send("GET /second HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        try #require(harness.upstreams.made.count == 2, "a new connection for the retry")
+        #expect(try Harness.written(harness.upstreams.made[1]).hasPrefix("GET /base/second HTTP/1.1\r\n"))
+        try harness.answer(Self.answer, on: 1)
+        #expect(try Harness.written(harness.client).hasPrefix("HTTP/1.1 200 OK\r\n"))
+        harness.loop.advanceTime(by: .seconds(120))
+        #expect(try Harness.written(harness.client) == "" && harness.client.isActive, "no timer of either connection fails anything")
     }
 
     /// A streamed chunked body's data, however it was cut into chunks.

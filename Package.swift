@@ -63,6 +63,8 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // timerfd, which Swift's Glibc module leaves out: the provider's timers on CLOCK_BOOTTIME (TOK-9).
         .systemLibrary(name: "CLinuxTimers"),
+        .systemLibrary(name: "CEpoll"),
+        .systemLibrary(name: "CLibSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
 
         // The SDK core: configuration, token, the provider's decisions (a pure state machine) and
         // their Dispatch-driven driver, cookies. No I/O of its own.
@@ -121,6 +123,12 @@ let package = Package(
         // HTTP/1.x heads, framing and chunks read strictly from raw bytes: what the proxy relays and
         // the fuzzer drives. Nothing of ours.
         .target(name: "WAFHTTPWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: strict),
+        // The proxy's event loop of its own (issue 39): epoll with timers and a wake-up from other
+        // threads, non-blocking sockets that write with writev and follow backpressure, TLS client
+        // sessions over libssl's memory BIOs. No HTTP, no NIO pipeline (its ByteBuffer only).
+        .target(
+            name: "WAFProxyLoop", dependencies: ["CEpoll", "CLibSSL", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict),
         // Listening and guarding connections: listeners (Unix, loopback, passed by systemd), accept
         // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and
         // logging only.
@@ -238,11 +246,9 @@ let package = Package(
         .executableTarget(
             name: "waf-fleet-sim", dependencies: ["WAFTokenCore", "WAFTokenCoreTestKit"], path: "Benchmarks/waf-fleet-sim", swiftSettings: strict),
         // The proxy's relay on an epoll loop of its own, without NIO's pipeline: a measuring sketch.
-        .systemLibrary(name: "CEpoll", path: "Benchmarks/CEpoll"),
-        .systemLibrary(name: "CSketchTLS", path: "Benchmarks/CSketchTLS", providers: [.apt(["libssl-dev"])]),
         .executableTarget(
             name: "waf-relay-sketch",
-            dependencies: ["CEpoll", "CSketchTLS", "WAFHTTPWire", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["WAFProxyLoop", "WAFHTTPWire", .product(name: "NIOCore", package: "swift-nio")],
             path: "Benchmarks/waf-relay-sketch", swiftSettings: strict),
 
         // What the test targets share: child processes of our executables, certificates, raw
@@ -296,6 +302,8 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
+        .testTarget(
+            name: "WAFProxyLoopTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "CLibSSL"] + nio, swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport", logging] + nio, swiftSettings: strict),
         .testTarget(

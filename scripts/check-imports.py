@@ -30,6 +30,7 @@ SYSTEM = {"Swift", "Glibc", "Musl", "Darwin", "Dispatch", "Foundation", "Foundat
 WALLS = {
     # The wire format and the transport are the bottom: nothing of ours below them.
     "WAFHTTPWire": "*",
+    "WAFProxyLoop": "*",
     "WAFDaemonTransport": "*",
     # The socket API and the proxy are siblings: neither knows the other.
     "WAFSocketAPI": {"WAFTokenProxy", "WAFTokenDaemon", "WAFTokenStorage", "WAFDaemonConfiguration"},
@@ -50,7 +51,7 @@ WALLS = {
 LAYERS = [
     # Contracts and parts that need nothing of ours.
     {"WAFTokenCore", "WAFJSON", "WAFHTTPWire", "WAFVersion", "WAFDaemonTransport", "WAFDelivery", "WAFServiceManager",
-     "WAFEventLoopExecutor"},
+     "WAFEventLoopExecutor", "WAFProxyLoop"},
     # What the features share: the solver, the configuration, the registry of running providers,
     # storage, the client.
     {"WAFChallenge", "WAFDaemonConfiguration", "WAFProviderRegistry", "WAFTokenStorage", "WAFDaemonClient", "WAFTokenCoreTestKit"},

@@ -11,7 +11,7 @@ packages=(
     pkg-config
     libpsl-dev publicsuffix      # Public Suffix List (CFG-2)
     libyaml-dev                  # the configuration file
-    openssl libssl-dev           # test certificates for the https tests; libcrypto for the solvers
+    openssl libssl-dev           # test certificates for the https tests; libcrypto for the solvers, libssl for the proxy loop
     python3                      # the proof-of-work benchmark's reference figures; a test's client crowd
     curl                         # the tests talk to the socket as an operator would
     nghttp2-client gcc           # the socket benchmark: h2load, and the C responder it compares with

@@ -1,0 +1,193 @@
+import CEpoll
+import Glibc
+import Synchronization
+
+/// What the loop tells of a descriptor registered with it.
+public protocol LoopHandler: AnyObject {
+    /// epoll reported `events` (`EPOLLIN`, `EPOLLOUT`, `EPOLLHUP`, `EPOLLERR`) for the handler's
+    /// descriptor. Readiness may be stale (the descriptor was read meanwhile): a handler expects
+    /// `EAGAIN`.
+    func ready(_ events: UInt32)
+}
+
+/// One thread's event loop on epoll, level-triggered, as nginx's: descriptors with their
+/// handlers, timers on `CLOCK_MONOTONIC` (one timerfd for the earliest), and work handed in from
+/// other threads through an eventfd. Everything but `execute`, `stop` and `run` belongs to the
+/// loop's thread; the loop's state is touched there only, which is what makes it Sendable.
+public final class EpollLoop: @unchecked Sendable {
+    public struct Timer: Hashable, Sendable {
+        let id: UInt64
+    }
+
+    private let epoll: Int32
+    private let wakeup: Int32
+    private let timerDescriptor: Int32
+    private var handlers: [Int32: any LoopHandler] = [:]
+    private var timers = TimerHeap()
+    private var timerBodies: [UInt64: () -> Void] = [:]
+    private var nextTimer: UInt64 = 0
+    /// What the timerfd is set to (`.max`: not set).
+    private var armedFor = UInt64.max
+    private let inbox = Mutex<(work: [@Sendable () -> Void], stopping: Bool)>(([], false))
+    private var thread: pthread_t?
+
+    public init() throws(LoopError) {
+        epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
+        wakeup = eventfd(0, Int32(EFD_CLOEXEC | EFD_NONBLOCK))
+        timerDescriptor = timerfd_create(CLOCK_MONOTONIC, Int32(TFD_CLOEXEC | TFD_NONBLOCK))
+        guard epoll >= 0, wakeup >= 0, timerDescriptor >= 0 else {
+            let error = LoopError.system("epoll, eventfd or timerfd", errno)
+            for descriptor in [epoll, wakeup, timerDescriptor] where descriptor >= 0 { close(descriptor) }
+            throw error
+        }
+        for descriptor in [wakeup, timerDescriptor] {
+            var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: descriptor))
+            epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+        }
+    }
+
+    deinit {
+        for descriptor in [epoll, wakeup, timerDescriptor] { close(descriptor) }
+    }
+
+    /// Nanoseconds on `CLOCK_MONOTONIC`, the timers' clock.
+    public static var now: UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+    }
+
+    /// Whether the caller runs on the loop's thread.
+    public var inLoop: Bool {
+        guard let thread else { return false }
+        return pthread_equal(thread, pthread_self()) != 0
+    }
+
+    // MARK: Descriptors (the loop's thread)
+
+    public func register(_ descriptor: Int32, events: UInt32, _ handler: any LoopHandler) throws(LoopError) {
+        var event = epoll_event(events: events, data: epoll_data_t(fd: descriptor))
+        guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else { throw .system("epoll_ctl", errno) }
+        handlers[descriptor] = handler
+    }
+
+    public func change(_ descriptor: Int32, events: UInt32) {
+        var event = epoll_event(events: events, data: epoll_data_t(fd: descriptor))
+        epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event)
+    }
+
+    /// The descriptor leaves the loop (before its owner closes it).
+    public func forget(_ descriptor: Int32) {
+        guard handlers.removeValue(forKey: descriptor) != nil else { return }
+        epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+    }
+
+    // MARK: Timers (the loop's thread)
+
+    /// `body` runs on the loop `nanoseconds` from now, unless cancelled first.
+    @discardableResult
+    public func schedule(in nanoseconds: UInt64, _ body: @escaping () -> Void) -> Timer {
+        nextTimer += 1
+        let deadline = Self.now &+ nanoseconds
+        timers.insert(deadline: deadline, id: nextTimer)
+        timerBodies[nextTimer] = body
+        if deadline < armedFor { arm(deadline) }
+        return Timer(id: nextTimer)
+    }
+
+    /// A cancelled timer's body is dropped now; its place in the heap goes when it comes up.
+    public func cancel(_ timer: Timer) {
+        timerBodies[timer.id] = nil
+    }
+
+    private func arm(_ deadline: UInt64) {
+        armedFor = deadline
+        var setting = itimerspec()
+        // Zero disarms a timerfd: a deadline already past fires at the next nanosecond.
+        let at = max(deadline, 1)
+        setting.it_value = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
+        timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &setting, nil)
+    }
+
+    private func fireTimers() {
+        var expirations: UInt64 = 0
+        _ = read(timerDescriptor, &expirations, 8)
+        armedFor = .max
+        let now = Self.now
+        while let next = timers.first, next.deadline <= now {
+            timers.removeFirst()
+            timerBodies.removeValue(forKey: next.id)?()
+        }
+        // Cancelled ones at the top are dropped rather than armed for.
+        while let next = timers.first, timerBodies[next.id] == nil { timers.removeFirst() }
+        if let next = timers.first { arm(next.deadline) }
+    }
+
+    // MARK: From any thread
+
+    /// `work` runs on the loop's thread, in the order handed in.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let stopping = inbox.withLock { inbox in
+            if !inbox.stopping { inbox.work.append(work) }
+            return inbox.stopping
+        }
+        guard !stopping else { return }
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, 8)
+    }
+
+    /// `run` returns after the work handed in before this call; later work is dropped.
+    public func stop() {
+        inbox.withLock { $0.stopping = true }
+        var one: UInt64 = 1
+        _ = write(wakeup, &one, 8)
+    }
+
+    /// Runs the loop on the calling thread until `stop`.
+    public func run() {
+        thread = pthread_self()
+        var events = [epoll_event](repeating: epoll_event(), count: 256)
+        while true {
+            let count = epoll_wait(epoll, &events, Int32(events.count), -1)
+            guard count >= 0 else {
+                precondition(errno == EINTR, "epoll_wait failed: errno \(errno)")
+                continue
+            }
+            for index in 0..<Int(count) {
+                let descriptor = events[index].data.fd
+                if descriptor == wakeup {
+                    guard runInbox() else { return }
+                } else if descriptor == timerDescriptor {
+                    fireTimers()
+                } else {
+                    handlers[descriptor]?.ready(events[index].events)
+                }
+            }
+        }
+    }
+
+    /// False once stopped.
+    private func runInbox() -> Bool {
+        var count: UInt64 = 0
+        _ = read(wakeup, &count, 8)
+        let (work, stopping) = inbox.withLock { inbox in
+            defer { inbox.work.removeAll() }
+            return (inbox.work, inbox.stopping)
+        }
+        for item in work { item() }
+        return !stopping
+    }
+}
+
+/// Why the loop or one of its sockets could not do what was asked.
+public enum LoopError: Error, Equatable, CustomStringConvertible {
+    case system(String, Int32)
+    case tls(String)
+
+    public var description: String {
+        switch self {
+        case .system(let call, let code): "\(call) failed: \(String(cString: strerror(code)))"
+        case .tls(let why): "TLS: \(why)"
+        }
+    }
+}

@@ -1,0 +1,41 @@
+/// The loop's timers by deadline: a binary min-heap (a connection moves its timeout at every
+/// read, so insertion must be cheap; ties keep no order).
+struct TimerHeap {
+    struct Entry {
+        let deadline: UInt64
+        let id: UInt64
+    }
+
+    private var entries: [Entry] = []
+
+    var first: Entry? { entries.first }
+    var count: Int { entries.count }
+
+    mutating func insert(deadline: UInt64, id: UInt64) {
+        entries.append(Entry(deadline: deadline, id: id))
+        var child = entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard entries[child].deadline < entries[parent].deadline else { break }
+            entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func removeFirst() {
+        let last = entries.removeLast()
+        guard !entries.isEmpty else { return }
+        entries[0] = last
+        var parent = 0
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
+            if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
+            guard smallest != parent else { return }
+            entries.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}

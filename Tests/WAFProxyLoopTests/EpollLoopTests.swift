@@ -1,0 +1,104 @@
+import Foundation
+import NIOCore
+import Synchronization
+import Testing
+import WAFTestTraits
+
+@testable import WAFProxyLoop
+
+/// Runs `loop` on a thread of its own until the body returns, then stops it and waits for it.
+func withRunningLoop<Result>(_ body: (EpollLoop) throws -> Result) throws -> Result {
+    let loop = try EpollLoop()
+    let done = DispatchSemaphore(value: 0)
+    startThread {
+        loop.run()
+        done.signal()
+    }
+    defer {
+        loop.stop()
+        #expect(done.wait(timeout: .now() + 10) == .success, "the loop stops within 10 s")
+    }
+    return try body(loop)
+}
+
+/// `work` on the loop, its result back to the caller (within 10 s, or the test fails).
+func onLoop<T: Sendable>(_ loop: EpollLoop, _ work: @escaping @Sendable () throws -> T) throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    loop.execute {
+        result.withLock { $0 = Result { try work() } }
+        done.signal()
+    }
+    guard done.wait(timeout: .now() + 10) == .success, let outcome = result.withLock({ $0 }) else {
+        throw LoopError.system("the loop did not answer within 10 s", ETIMEDOUT)
+    }
+    return try outcome.get()
+}
+
+@Suite("The proxy's event loop", .offPool)
+struct EpollLoopTests {
+    @Test("Timers fire in the order of their deadlines, whatever the order they were set in; a cancelled one never")
+    func timersInOrder() throws {
+        let fired = Mutex<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        try withRunningLoop { loop in
+            try onLoop(loop) {
+                for (index, milliseconds) in [40, 10, 30, 20, 50].enumerated() {
+                    let timer = loop.schedule(in: UInt64(milliseconds) * 1_000_000) {
+                        fired.withLock { $0.append(milliseconds) }
+                        if milliseconds == 50 { done.signal() }
+                    }
+                    if index == 2 { loop.cancel(timer) }
+                }
+            }
+            #expect(done.wait(timeout: .now() + 10) == .success, "the last timer fired within 10 s")
+        }
+        #expect(fired.withLock { $0 } == [10, 20, 40, 50])
+    }
+
+    @Test("Work handed in from other threads runs on the loop's thread, in order; after stop, none")
+    func executeFromOtherThreads() throws {
+        let seen = Mutex<[Int]>([])
+        try withRunningLoop { loop in
+            DispatchQueue.concurrentPerform(iterations: 4) { thread in
+                for index in 0..<100 {
+                    loop.execute {
+                        precondition(loop.inLoop)
+                        seen.withLock { $0.append(thread * 1000 + index) }
+                    }
+                }
+            }
+            _ = try onLoop(loop) { true }
+        }
+        let values = seen.withLock { $0 }
+        #expect(values.count == 400)
+        for thread in 0..<4 {
+            let mine = values.filter { $0 / 1000 == thread }
+            #expect(mine == mine.sorted(), "thread \(thread)'s work in the order it was handed in")
+        }
+    }
+
+    @Test("The timer heap gives deadlines back in order under random inserts and removals")
+    func timerHeap() {
+        var heap = TimerHeap()
+        var generator = SystemRandomNumberGenerator()
+        var expected: [UInt64] = []
+        for id in 0..<500 {
+            let deadline = UInt64.random(in: 0..<1000, using: &generator)
+            heap.insert(deadline: deadline, id: UInt64(id))
+            expected.append(deadline)
+            if id % 7 == 0 {
+                expected.sort()
+                #expect(heap.first?.deadline == expected.removeFirst())
+                heap.removeFirst()
+            }
+        }
+        expected.sort()
+        var out: [UInt64] = []
+        while let first = heap.first {
+            out.append(first.deadline)
+            heap.removeFirst()
+        }
+        #expect(out == expected)
+    }
+}

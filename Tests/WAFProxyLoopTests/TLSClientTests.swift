@@ -1,0 +1,156 @@
+import CLibSSL
+import NIOCore
+import Testing
+import WAFTestSupport
+import WAFTestTraits
+
+@testable import WAFProxyLoop
+
+/// A TLS server session of libssl over a BIO pair, for the client to talk to without a socket.
+final class TLSServerPeer {
+    let session: OpaquePointer
+    let network: OpaquePointer
+
+    init(_ context: OpaquePointer) {
+        session = SSL_new(context)
+        var inner: OpaquePointer?
+        var outer: OpaquePointer?
+        BIO_new_bio_pair(&inner, 0, &outer, 0)
+        SSL_set_bio(session, inner, inner)
+        network = outer!
+        SSL_set_accept_state(session)
+    }
+
+    deinit {
+        SSL_set_quiet_shutdown(session, 1)
+        SSL_shutdown(session)
+        BIO_free(network)
+        SSL_free(session)
+    }
+
+    static func context(_ certificates: TestCertificates) -> OpaquePointer {
+        let context = SSL_CTX_new(TLS_server_method())!
+        SSL_CTX_use_certificate_chain_file(context, certificates.serverCertificate)
+        SSL_CTX_use_PrivateKey_file(context, certificates.serverKey, SSL_FILETYPE_PEM)
+        return context
+    }
+
+    func receive(_ bytes: ByteBuffer) {
+        _ = bytes.withUnsafeReadableBytes { BIO_write(network, $0.baseAddress, Int32($0.count)) }
+    }
+
+    /// Reads what it can (which drives its handshake), returning the plaintext.
+    func read() -> String {
+        var text = [UInt8](repeating: 0, count: 65536)
+        var out = ""
+        while true {
+            let count = SSL_read(session, &text, Int32(text.count))
+            guard count > 0 else { break }
+            out += String(decoding: text[0..<Int(count)], as: UTF8.self)
+        }
+        return out
+    }
+
+    func write(_ text: String) {
+        _ = Array(text.utf8).withUnsafeBytes { SSL_write(session, $0.baseAddress, Int32($0.count)) }
+    }
+
+    func takeCiphertext() -> ByteBuffer {
+        var bytes = ByteBuffer()
+        let pending = Int(BIO_ctrl_pending(network))
+        bytes.writeWithUnsafeMutableBytes(minimumWritableBytes: max(pending, 1)) { max(0, Int(BIO_read(network, $0.baseAddress, Int32(pending)))) }
+        return bytes
+    }
+}
+
+@Suite("TLS client sessions on the proxy's loop", .offPool)
+struct TLSClientTests {
+    /// Carries the records between the two until neither has more; the server's to the client
+    /// `split` bytes at a time.
+    static func exchange(_ client: TLSClientSession, _ server: TLSServerPeer, split: Int = .max) -> String {
+        var serverSaw = ""
+        for _ in 0..<20 {
+            var moved = false
+            if let bytes = client.takeCiphertext() {
+                server.receive(bytes)
+                moved = true
+            }
+            serverSaw += server.read()
+            var reply = server.takeCiphertext()
+            if reply.readableBytes > 0 { moved = true }
+            while reply.readableBytes > 0 { client.receive(reply.readSlice(length: min(split, reply.readableBytes))!) }
+            if !moved { break }
+        }
+        return serverSaw
+    }
+
+    @Test("A request written before the handshake goes after it; the answer, its records cut into pieces from one byte up, comes back whole")
+    func handshakeAndData() throws {
+        let certificates = try TestCertificates()
+        let serverContext = TLSServerPeer.context(certificates)
+        defer { SSL_CTX_free(serverContext) }
+        let context = try TLSClientContext(caFile: certificates.authority)
+        for split in [1, 2, 3, 7, 100, 1000, Int.max] {
+            let client = try TLSClientSession(context, serverName: "localhost")
+            let server = TLSServerPeer(serverContext)
+            client.start()
+            client.write(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"))
+            #expect(Self.exchange(client, server, split: split) == "GET / HTTP/1.1\r\n\r\n", "split \(split)")
+            #expect(client.handshakeDone && client.status == .open)
+            let answer = "HTTP/1.1 200 OK\r\nContent-Length: 4000\r\n\r\n" + String(repeating: "a", count: 4000)
+            server.write(answer)
+            _ = Self.exchange(client, server, split: split)
+            var plaintext = ByteBuffer()
+            client.read(into: &plaintext)
+            #expect(String(buffer: plaintext) == answer, "split \(split)")
+        }
+    }
+
+    @Test("The second session to a name resumes the first", arguments: [TLS1_2_VERSION, TLS1_3_VERSION])
+    func resumption(version: Int32) throws {
+        let certificates = try TestCertificates()
+        let serverContext = TLSServerPeer.context(certificates)
+        _ = waf_ssl_ctx_set_max_version(serverContext, version)
+        defer { SSL_CTX_free(serverContext) }
+        let context = try TLSClientContext(caFile: certificates.authority)
+        var resumed: [Bool] = []
+        for _ in 0..<2 {
+            let client = try TLSClientSession(context, serverName: "localhost")
+            let server = TLSServerPeer(serverContext)
+            client.start()
+            _ = Self.exchange(client, server)
+            // TLS 1.3 sends its ticket after the handshake, with the first data.
+            server.write("x")
+            _ = Self.exchange(client, server)
+            #expect(client.handshakeDone)
+            resumed.append(client.resumed)
+        }
+        #expect(resumed == [false, true])
+    }
+
+    @Test("A certificate for another name, or from a CA not trusted, fails the session with the reason")
+    func verification() throws {
+        let certificates = try TestCertificates()
+        let serverContext = TLSServerPeer.context(certificates)
+        defer { SSL_CTX_free(serverContext) }
+        let wrongName = try TLSClientSession(try TLSClientContext(caFile: certificates.authority), serverName: "elsewhere.example")
+        let server = TLSServerPeer(serverContext)
+        wrongName.start()
+        _ = Self.exchange(wrongName, server)
+        #expect(wrongName.status == .failed("hostname mismatch"), "\(wrongName.status)")
+
+        let other = try TestCertificates()
+        let untrusted = try TLSClientSession(try TLSClientContext(caFile: other.authority), serverName: "localhost")
+        untrusted.start()
+        _ = Self.exchange(untrusted, TLSServerPeer(serverContext))
+        guard case .failed(let why) = untrusted.status else { Issue.record("an untrusted certificate was taken"); return }
+        #expect(why.contains("certificate"), "\(why)")
+        untrusted.write(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"))
+        #expect(untrusted.takeCiphertext() == nil, "nothing is sent on a failed session")
+    }
+
+    @Test("A CA file that cannot be read is one clear error")
+    func missingCAFile() {
+        #expect(throws: LoopError.self) { try TLSClientContext(caFile: "/nonexistent/ca.pem") }
+    }
+}

@@ -5,7 +5,7 @@
 //
 // It does what the nginx anchor of `make bench-proxy` does and no more: GET requests without a
 // body, a fixed Cookie put in place of the client's, keep-alive upstream connections pooled,
-// answers framed by Content-Length relayed as they come. No challenges, no timeouts, no tenants,
+// answers relayed as they come, read by the proxy's own `AnswerReader`. No challenges, no timeouts, no tenants,
 // no backpressure beyond the sockets' queues; a request it cannot take closes its connection.
 // Given a CA file and a host name, it speaks TLS to the upstream (the certificate verified for
 // that name, SNI, sessions resumed), the path issue 39's HTTPS rows measure.
@@ -75,11 +75,9 @@ final class Upstream: LoopSocketDelegate {
     let socket: LoopSocket
     let tls: TLSClientSession?
     unowned let relay: Relay
+    /// Plaintext from the upstream, not yet read.
     var buffer = ByteBuffer()
-    /// Bytes of the answer still to come; nil while its head is awaited.
-    var left: Int?
-    /// The answer under way lets the connection carry another request.
-    var reusable = true
+    let reader = AnswerReader()
     var client: Client?
 
     init(_ socket: LoopSocket, tls: TLSClientSession?, relay: Relay) {
@@ -154,7 +152,10 @@ final class Relay {
         var session: TLSClientSession?
         if let (context, host) = tls {
             session = try? TLSClientSession(context, serverName: host)
-            guard let session else { return nil }
+            guard let session else {
+                socket.close()
+                return nil
+            }
             session.start()
             if let hello = session.takeCiphertext() { socket.send(hello) }
         }
@@ -183,34 +184,37 @@ final class Relay {
         }
         request.writeImmutableBuffer(cookie)
         upstream.client = client
-        upstream.left = nil
+        upstream.reader.expectAnswer(toHead: head.isHead, decodeChunks: head.minorVersion == 0)
         client.upstream = upstream
         upstream.send(request)
         return true
     }
 
-    /// Relays what the upstream sent; when its answer ended, the next request of the client goes.
+    /// Relays what the upstream sent, as it came; when its answer ended, the next request of the
+    /// client goes.
     func relay(_ upstream: Upstream) -> Bool {
-        guard let client = upstream.client else { return upstream.buffer.readableBytes == 0 }
-        if upstream.left == nil {
-            let end = try? upstream.buffer.withUnsafeReadableBytes { try HTTPHeadParser.headEnd($0, limit: 64 * 1024) }
-            guard let end else { return true }
-            guard let head = try? HTTPHeadParser.response(upstream.buffer.getSlice(at: upstream.buffer.readerIndex, length: end)!),
-                case .length(let length)? = try? HTTPFraming.response(head, toHead: false)
-            else { return false }
-            upstream.left = length + end
-            upstream.reusable = head.keepAlive
+        let bytes = upstream.buffer
+        upstream.buffer.clear()
+        guard let client = upstream.client else { return bytes.readableBytes == 0 }
+        var ended = false
+        do {
+            try upstream.reader.read(bytes) { part in
+                switch part {
+                case .head(let head, _): client.socket.write(head.bytes)
+                case .body(let body): client.socket.write(body)
+                case .end: ended = true
+                }
+                return !ended
+            }
+        } catch {
+            return false
         }
-        guard let chunk = upstream.buffer.readSlice(length: min(upstream.left!, upstream.buffer.readableBytes)) else { return false }
-        upstream.left! -= chunk.readableBytes
-        client.socket.send(chunk)
-        guard upstream.left == 0 else { return true }
-        guard upstream.buffer.readableBytes == 0 else { return false }
+        client.socket.flush()
+        guard ended else { return true }
         upstream.client = nil
         client.upstream = nil
-        upstream.buffer.clear()
         // nginx closes a kept-alive connection after keepalive_requests answers, saying so.
-        if upstream.reusable { idle.append(upstream) } else { upstream.drop() }
+        if upstream.reader.reusable { idle.append(upstream) } else { upstream.drop() }
         return forward(client)
     }
 }

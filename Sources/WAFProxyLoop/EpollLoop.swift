@@ -12,8 +12,9 @@ public protocol LoopHandler: AnyObject {
 
 /// One thread's event loop on epoll, level-triggered, as nginx's: descriptors with their
 /// handlers, timers on `CLOCK_MONOTONIC` (one timerfd for the earliest), and work handed in from
-/// other threads through an eventfd. Everything but `execute`, `stop` and `run` belongs to the
-/// loop's thread; the loop's state is touched there only, which is what makes it Sendable.
+/// other threads through an eventfd. Everything but `execute`, `stop`, `inLoop` and `run` belongs
+/// to the loop's thread (or to its owner before `run`); the loop's state is touched there only,
+/// which is what makes it Sendable. It runs once, and outlives the sockets made on it.
 public final class EpollLoop: @unchecked Sendable {
     public struct Timer: Hashable, Sendable {
         let id: UInt64
@@ -29,7 +30,10 @@ public final class EpollLoop: @unchecked Sendable {
     /// What the timerfd is set to (`.max`: not set).
     private var armedFor = UInt64.max
     private let inbox = Mutex<(work: [@Sendable () -> Void], stopping: Bool)>(([], false))
-    private var thread: pthread_t?
+    /// The thread that runs the loop (0 before `run`), read from any thread by `inLoop`.
+    private let thread = Atomic<UInt>(0)
+    /// Where sockets read into before they keep what arrived (the loop's thread only).
+    var scratch = [UInt8](repeating: 0, count: 64 * 1024)
 
     public init() throws(LoopError) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -59,13 +63,18 @@ public final class EpollLoop: @unchecked Sendable {
 
     /// Whether the caller runs on the loop's thread.
     public var inLoop: Bool {
-        guard let thread else { return false }
-        return pthread_equal(thread, pthread_self()) != 0
+        thread.load(ordering: .acquiring) == pthread_self()
+    }
+
+    /// The loop's own methods are called on its thread, or before it runs.
+    private func checkThread() {
+        assert(thread.load(ordering: .acquiring) == 0 || inLoop, "called off the loop's thread")
     }
 
     // MARK: Descriptors (the loop's thread)
 
     public func register(_ descriptor: Int32, events: UInt32, _ handler: any LoopHandler) throws(LoopError) {
+        checkThread()
         var event = epoll_event(events: events, data: epoll_data_t(fd: descriptor))
         guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else { throw .system("epoll_ctl", errno) }
         handlers[descriptor] = handler
@@ -87,8 +96,15 @@ public final class EpollLoop: @unchecked Sendable {
     /// `body` runs on the loop `nanoseconds` from now, unless cancelled first.
     @discardableResult
     public func schedule(in nanoseconds: UInt64, _ body: @escaping () -> Void) -> Timer {
+        let (deadline, overflow) = Self.now.addingReportingOverflow(nanoseconds)
+        return schedule(at: overflow ? .max : deadline, body)
+    }
+
+    /// `body` runs on the loop at `deadline` (`EpollLoop.now`'s clock), unless cancelled first.
+    @discardableResult
+    public func schedule(at deadline: UInt64, _ body: @escaping () -> Void) -> Timer {
+        checkThread()
         nextTimer += 1
-        let deadline = Self.now &+ nanoseconds
         timers.insert(deadline: deadline, id: nextTimer)
         timerBodies[nextTimer] = body
         if deadline < armedFor { arm(deadline) }
@@ -145,7 +161,7 @@ public final class EpollLoop: @unchecked Sendable {
 
     /// Runs the loop on the calling thread until `stop`.
     public func run() {
-        thread = pthread_self()
+        thread.store(pthread_self(), ordering: .releasing)
         var events = [epoll_event](repeating: epoll_event(), count: 256)
         while true {
             let count = epoll_wait(epoll, &events, Int32(events.count), -1)

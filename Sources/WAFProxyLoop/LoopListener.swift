@@ -65,12 +65,26 @@ public final class LoopListener: LoopHandler {
     public func ready(_ events: UInt32) {
         for _ in 0..<64 where isOpen {
             let connection = waf_accept(descriptor)
-            guard connection >= 0 else { return }
+            guard connection >= 0 else {
+                if errno == EMFILE || errno == ENFILE { pauseAccepting() }
+                return
+            }
             guard let socket = try? LoopSocket(adopting: connection, on: loop) else {
                 Glibc.close(connection)
                 continue
             }
             accepted(socket)
+        }
+    }
+
+    /// Out of descriptors, the connection stays in the backlog and the listener readable: the
+    /// loop would wake at once, again and again. Accepting waits 100 ms, as the daemon's own
+    /// listeners do at the limit.
+    private func pauseAccepting() {
+        loop.change(descriptor, events: 0)
+        loop.schedule(in: 100_000_000) { [weak self] in
+            guard let self, isOpen else { return }
+            loop.change(descriptor, events: EPOLLIN.rawValue)
         }
     }
 

@@ -45,11 +45,16 @@ public final class LoopSocket: LoopHandler {
 
     /// A TCP connection to `address`, under way: `connected` or `closed` tells how it went.
     public static func connect(to address: SocketAddress, on loop: EpollLoop) throws(LoopError) -> LoopSocket {
-        let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
+        let family: Int32 =
+            switch address.protocol {
+            case .unix: AF_UNIX
+            case .inet6: AF_INET6
+            default: AF_INET
+            }
         let descriptor = socket(family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .system("socket", errno) }
         var one: Int32 = 1
-        setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        if family != AF_UNIX { setsockopt(descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size)) }
         let result = address.withSockAddr { Glibc.connect(descriptor, $0, socklen_t($1)) }
         guard result == 0 || errno == EINPROGRESS else {
             let error = errno
@@ -64,12 +69,23 @@ public final class LoopSocket: LoopHandler {
         }
     }
 
-    /// Queues `bytes`, writing what the kernel takes now.
+    /// Queues `bytes` and writes what the kernel takes now.
     public func send(_ bytes: ByteBuffer) {
+        write(bytes)
+        flush()
+    }
+
+    /// Queues `bytes` for the next `flush`: parts written together go in one system call.
+    public func write(_ bytes: ByteBuffer) {
         guard isOpen, bytes.readableBytes > 0 else { return }
         queue.append(bytes)
         queuedBytes += bytes.readableBytes
-        if !connecting, queue.count == 1 { flushQueue() }
+    }
+
+    /// Writes what is queued, as much as the kernel takes (the rest when it can).
+    public func flush() {
+        guard isOpen, !connecting, !queue.isEmpty, interest & EPOLLOUT.rawValue == 0 else { return }
+        flushQueue()
     }
 
     /// Closes at once; what is queued is dropped. The delegate hears nothing more.
@@ -86,10 +102,11 @@ public final class LoopSocket: LoopHandler {
         guard isOpen else { return }
         if connecting {
             guard events & (EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 else { return }
-            var error: Int32 = 0
-            var length = socklen_t(MemoryLayout<Int32>.size)
-            getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
+            let error = pendingError()
             guard error == 0 else { return fail(error) }
+            // A stale event (another socket's, on a descriptor number reused in the same batch)
+            // comes while the handshake is still under way: not connected until the peer is known.
+            guard isConnected() else { return }
             connecting = false
             updateInterest()
             delegate?.connected(self)
@@ -97,19 +114,40 @@ public final class LoopSocket: LoopHandler {
             return
         }
         if events & EPOLLOUT.rawValue != 0 { flushQueue() }
-        if isOpen, events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0, reading { readOnce() }
+        guard isOpen else { return }
+        if reading, events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            readOnce()
+        } else if !reading, events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
+            // epoll reports these whatever the interest: left alone, level-triggered, they would
+            // wake the loop at once, again and again. The connection is gone both ways.
+            fail(pendingError())
+        }
+    }
+
+    private func pendingError() -> Int32 {
+        var error: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
+        return error
+    }
+
+    private func isConnected() -> Bool {
+        var address = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        return withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
+        } == 0
     }
 
     /// One read per readiness, as level-triggered epoll allows: a busy connection does not starve
-    /// the others.
+    /// the others. Read into the loop's scratch, then kept in a buffer of the size that arrived:
+    /// a client sending a byte at a time holds a byte's worth, not a read buffer's.
     private func readOnce() {
-        var buffer = ByteBufferAllocator().buffer(capacity: 16 * 1024)
-        var result = 0
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: 16 * 1024) { raw in
-            result = read(descriptor, raw.baseAddress, raw.count)
-            return max(0, result)
+        let result = loop.scratch.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+        if result > 0 {
+            let buffer = loop.scratch.withUnsafeBytes { ByteBuffer(bytes: UnsafeRawBufferPointer(rebasing: $0[0..<result])) }
+            return delegate?.received(buffer, on: self) ?? ()
         }
-        if result > 0 { return delegate?.received(buffer, on: self) ?? () }
         if result < 0, errno == EAGAIN || errno == EINTR { return }
         fail(result < 0 ? errno : nil)
     }
@@ -143,10 +181,11 @@ public final class LoopSocket: LoopHandler {
         if queue.isEmpty, wasWaiting { delegate?.drained(self) }
     }
 
-    /// One `write` for one buffer, `writev` for more (up to 64).
+    /// One `send` for one buffer, `sendmsg` for more (up to 64); MSG_NOSIGNAL, as a peer that
+    /// is gone must cost an EPIPE, not the process (NIO ignored SIGPIPE for the whole process).
     private func writeSome() -> Int {
         if queue.count == 1 {
-            return queue[0].withUnsafeReadableBytes { write(descriptor, $0.baseAddress, $0.count) }
+            return queue[0].withUnsafeReadableBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
         let parts = queue.prefix(64)
         var vectors: [iovec] = []
@@ -155,7 +194,12 @@ public final class LoopSocket: LoopHandler {
         for part in parts {
             part.withUnsafeReadableBytes { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)) }
         }
-        return writev(descriptor, vectors, Int32(vectors.count))
+        return vectors.withUnsafeMutableBufferPointer { vectors in
+            var message = msghdr()
+            message.msg_iov = vectors.baseAddress
+            message.msg_iovlen = vectors.count
+            return sendmsg(descriptor, &message, Int32(MSG_NOSIGNAL))
+        }
     }
 
     private func updateInterest() {

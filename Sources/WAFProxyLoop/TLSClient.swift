@@ -59,7 +59,14 @@ public final class TLSClientSession {
 
     /// `serverName`: the name the certificate must carry, sent as SNI unless it is an address.
     public init(_ context: TLSClientContext, serverName: String) throws(LoopError) {
+        // An empty name would check no name at all: any certificate of a trusted CA would pass.
+        guard !serverName.isEmpty else { throw .tls("no server name to verify the certificate for") }
         guard let session = SSL_new(context.context) else { throw .tls("no session: \(TLSClientContext.lastError())") }
+        let named = !serverName.contains(":") && serverName.contains(where: \.isLetter)
+        guard SSL_set1_host(session, serverName) == 1, !named || waf_ssl_set_server_name(session, serverName) == 1 else {
+            SSL_free(session)
+            throw .tls("cannot verify the certificate for \(serverName): \(TLSClientContext.lastError())")
+        }
         var inner: OpaquePointer?
         var outer: OpaquePointer?
         guard BIO_new_bio_pair(&inner, 0, &outer, 0) == 1, let inner, let outer else {
@@ -72,17 +79,18 @@ public final class TLSClientSession {
         self.session = session
         network = outer
         SSL_set_connect_state(session)
-        if !serverName.contains(":"), serverName.contains(where: \.isLetter) { _ = waf_ssl_set_server_name(session, serverName) }
-        SSL_set1_host(session, serverName)
         if let resumable = context.sessions[serverName] { SSL_set_session(session, resumable) }
     }
 
     deinit {
         // Freed without a shutdown, OpenSSL takes the session for a bad one and makes it
         // unresumable; a quiet one (no close_notify: the socket is gone or going) keeps it, as
-        // nginx does.
-        SSL_set_quiet_shutdown(session, 1)
-        SSL_shutdown(session)
+        // nginx does. Not in the handshake, where it only queues an error.
+        if handshakeDone {
+            SSL_set_quiet_shutdown(session, 1)
+            SSL_shutdown(session)
+        }
+        ERR_clear_error()
         BIO_free(network)
         SSL_free(session)
     }
@@ -93,6 +101,7 @@ public final class TLSClientSession {
 
     /// Starts the handshake: its first flight is then in `takeCiphertext`.
     public func start() {
+        ERR_clear_error()
         check(SSL_do_handshake(session))
     }
 
@@ -146,6 +155,9 @@ public final class TLSClientSession {
     private func pump() {
         while status == .open {
             var result: Int32 = 0
+            // OpenSSL's error queue is the thread's, shared by every session on the loop: what
+            // another left there must not be read as this one's failure.
+            ERR_clear_error()
             decrypted.writeWithUnsafeMutableBytes(minimumWritableBytes: 16 * 1024) { raw in
                 result = SSL_read(session, raw.baseAddress, Int32(raw.count))
                 return max(0, Int(result))
@@ -163,6 +175,7 @@ public final class TLSClientSession {
         guard status == .open, handshakeDone else { return }
         storeSession()
         while let first = waiting.first {
+            ERR_clear_error()
             let result = first.withUnsafeReadableBytes { SSL_write(session, $0.baseAddress, Int32($0.count)) }
             guard result > 0 else { return check(result) }
             // SSL_write writes all of it or nothing (no partial writes without that mode).

@@ -1,5 +1,6 @@
-/// The loop's timers by deadline: a binary min-heap (a connection moves its timeout at every
-/// read, so insertion must be cheap; ties keep no order).
+/// The loop's timers by deadline: a binary min-heap; ties keep no order. A cancelled timer stays
+/// until its deadline comes up, so a timeout that moves at every read is kept as `MovingTimeout`
+/// keeps NIO's: one timer, rescheduled only when it fires before the current end.
 struct TimerHeap {
     struct Entry {
         let deadline: UInt64

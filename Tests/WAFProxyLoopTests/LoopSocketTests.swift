@@ -13,6 +13,7 @@ final class Recorder: LoopSocketDelegate, @unchecked Sendable {
     var connected = false
     var drained = 0
     var closed: Int32?? = nil
+    var closes = 0
 
     func connected(_ socket: LoopSocket) { connected = true }
     func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
@@ -20,7 +21,10 @@ final class Recorder: LoopSocketDelegate, @unchecked Sendable {
         received.writeBuffer(&bytes)
     }
     func drained(_ socket: LoopSocket) { drained += 1 }
-    func closed(_ socket: LoopSocket, error: Int32?) { closed = .some(error) }
+    func closed(_ socket: LoopSocket, error: Int32?) {
+        closed = .some(error)
+        closes += 1
+    }
 }
 
 /// Polls `condition` on the loop every 5 ms until it holds (true) or 10 s pass (false).
@@ -59,7 +63,7 @@ struct LoopSocketTests {
             #expect(try onLoop(loop) { String(buffer: recorder.received) } == text)
             close(theirs)
             #expect(try eventually(on: loop) { recorder.closed != nil })
-            #expect(try onLoop(loop) { recorder.closed == .some(nil) && !socket.value.isOpen })
+            #expect(try onLoop(loop) { recorder.closed == .some(nil) && recorder.closes == 1 && !socket.value.isOpen })
         }
     }
 
@@ -76,6 +80,8 @@ struct LoopSocketTests {
                 return socket.value.queuedBytes
             }
             #expect(queued > 0, "8 MiB do not fit a socket's buffer")
+            var timeout = timeval(tv_sec: 10, tv_usec: 0)
+            setsockopt(theirs, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
             var read = 0
             var last = [UInt8](repeating: 0, count: 65536)
             var inOrder = true
@@ -101,6 +107,7 @@ struct LoopSocketTests {
                         value: try LoopListener.listen(on: try SocketAddress(ipAddress: "127.0.0.1", port: 0), on: loop) { socket in
                             accepted.withLock { $0 += 1 }
                             socket.send(ByteBuffer(string: "hello"))
+                            socket.close()
                         })
                 }.value)
             let port = try #require(try onLoop(loop) { listener.value.port })
@@ -111,20 +118,62 @@ struct LoopSocketTests {
                     socket.delegate = recorder
                     return OnLoop(value: socket)
                 }.value)
-            #expect(try eventually(on: loop) { recorder.connected && String(buffer: recorder.received) == "hello" })
+            #expect(try eventually(on: loop) { recorder.connected && String(buffer: recorder.received) == "hello" && recorder.closes == 1 })
             #expect(accepted.withLock { $0 } == 1)
             try onLoop(loop) {
                 client.value.close()
                 listener.value.close()
             }
 
+            // A port bound but not listening refuses, and stays ours while the test runs.
+            let bound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(bound) }
+            let any = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
+            #expect(any.withSockAddr { bind(bound, $0, socklen_t($1)) } == 0)
+            var address = sockaddr_in()
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(bound, $0, &length) } }
+            let closedPort = Int(UInt16(bigEndian: address.sin_port))
             let refused = Recorder()
             try onLoop(loop) {
-                let socket = try LoopSocket.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: port), on: loop)
+                let socket = try LoopSocket.connect(to: try SocketAddress(ipAddress: "127.0.0.1", port: closedPort), on: loop)
                 socket.delegate = refused
                 _ = OnLoop(value: socket)
             }
             #expect(try eventually(on: loop) { refused.closed == .some(ECONNREFUSED) })
+        }
+    }
+
+    /// A socket on `descriptor` that does not read, reporting to `recorder`, having sent `sending`.
+    static func notReading(_ descriptor: Int32, on loop: EpollLoop, _ recorder: Recorder, sending: String? = nil) throws {
+        try onLoop(loop) {
+            let socket = try LoopSocket(adopting: descriptor, on: loop)
+            socket.delegate = recorder
+            socket.reading = false
+            if let sending { socket.send(ByteBuffer(string: sending)) }
+        }
+    }
+
+    @Test("A socket that does not read still learns that its peer is gone, once, without spinning the loop")
+    func peerGoneWhileNotReading() throws {
+        let (ours, theirs) = Self.pair()
+        try withRunningLoop { loop in
+            let recorder = Recorder()
+            try Self.notReading(ours, on: loop, recorder)
+            close(theirs)
+            #expect(try eventually(on: loop) { recorder.closes == 1 }, "the hang-up ends it though nothing reads")
+        }
+    }
+
+    @Test("Writing to a peer that is gone reports EPIPE and closes; it does not end the process")
+    func writeToAGonePeer() throws {
+        let (ours, theirs) = Self.pair()
+        close(theirs)
+        try withRunningLoop { loop in
+            let recorder = Recorder()
+            try Self.notReading(ours, on: loop, recorder, sending: "to nobody")
+            #expect(try eventually(on: loop) { recorder.closes == 1 })
+            #expect(try onLoop(loop) { recorder.closed == .some(EPIPE) || recorder.closed == .some(ECONNRESET) || recorder.closed == .some(0) })
         }
     }
 }

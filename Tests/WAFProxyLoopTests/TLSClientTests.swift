@@ -149,6 +149,36 @@ struct TLSClientTests {
         #expect(untrusted.takeCiphertext() == nil, "nothing is sent on a failed session")
     }
 
+    @Test("A session that failed its handshake and was freed leaves nothing behind to fail another on the same thread")
+    func failuresStayInTheirSession() throws {
+        let certificates = try TestCertificates()
+        let serverContext = TLSServerPeer.context(certificates)
+        defer { SSL_CTX_free(serverContext) }
+        let context = try TLSClientContext(caFile: certificates.authority)
+        let healthy = try TLSClientSession(context, serverName: "localhost")
+        let server = TLSServerPeer(serverContext)
+        healthy.start()
+        _ = Self.exchange(healthy, server)
+        #expect(healthy.handshakeDone)
+        do {
+            let failing = try TLSClientSession(context, serverName: "elsewhere.example")
+            failing.start()
+            _ = Self.exchange(failing, TLSServerPeer(serverContext))
+            #expect(failing.status != .open)
+        }
+        server.write("still here")
+        _ = Self.exchange(healthy, server, split: 5)
+        var plaintext = ByteBuffer()
+        healthy.read(into: &plaintext)
+        #expect(healthy.status == .open && String(buffer: plaintext) == "still here", "\(healthy.status)")
+    }
+
+    @Test("A session with no name to verify is refused: it would take any certificate of the CA")
+    func emptyName() throws {
+        let context = try TLSClientContext(caFile: nil)
+        #expect(throws: LoopError.self) { try TLSClientSession(context, serverName: "") }
+    }
+
     @Test("A CA file that cannot be read is one clear error")
     func missingCAFile() {
         #expect(throws: LoopError.self) { try TLSClientContext(caFile: "/nonexistent/ca.pem") }

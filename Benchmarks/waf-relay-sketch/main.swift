@@ -7,8 +7,8 @@
 // body, a fixed Cookie put in place of the client's, keep-alive upstream connections pooled,
 // answers relayed as they come, read by the proxy's own `AnswerReader`. No challenges, no timeouts, no tenants,
 // no backpressure beyond the sockets' queues; a request it cannot take closes its connection.
-// Given a CA file and a host name, it speaks TLS to the upstream (the certificate verified for
-// that name, SNI, sessions resumed), the path issue 39's HTTPS rows measure.
+// Given a CA file and a host name, it speaks TLS to the upstream through `LoopStream` (the
+// certificate verified for that name, SNI, sessions resumed), the path issue 39's HTTPS rows measure.
 //
 //   waf-relay-sketch LISTEN_PATH UPSTREAM_PORT TOKEN [CA_FILE HOST]
 import Glibc
@@ -71,52 +71,41 @@ final class Client: LoopSocketDelegate {
     }
 }
 
-final class Upstream: LoopSocketDelegate {
-    let socket: LoopSocket
-    let tls: TLSClientSession?
+final class Upstream: LoopStreamDelegate {
+    let stream: LoopStream
     unowned let relay: Relay
     /// Plaintext from the upstream, not yet read.
     var buffer = ByteBuffer()
     let reader = AnswerReader()
     var client: Client?
 
-    init(_ socket: LoopSocket, tls: TLSClientSession?, relay: Relay) {
-        self.socket = socket
-        self.tls = tls
+    init(_ stream: LoopStream, relay: Relay) {
+        self.stream = stream
         self.relay = relay
     }
 
     func send(_ plaintext: ByteBuffer) {
-        guard let tls else { return socket.send(plaintext) }
-        tls.write(plaintext)
-        if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
+        stream.write(plaintext)
+        stream.flush()
     }
 
-    func connected(_ socket: LoopSocket) {}
-    func drained(_ socket: LoopSocket) {}
+    func drained(_ stream: LoopStream) {}
 
-    func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
-        if let tls {
-            tls.receive(bytes)
-            tls.read(into: &buffer)
-            if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
-            guard tls.status == .open else { return closed(socket, error: nil) }
-        } else {
-            var bytes = bytes
-            buffer.writeBuffer(&bytes)
-        }
-        if !relay.relay(self) { closed(socket, error: nil) }
+    func received(_ plaintext: ByteBuffer, on stream: LoopStream) {
+        var plaintext = plaintext
+        buffer.writeBuffer(&plaintext)
+        if !relay.relay(self) { closed(stream, reason: nil) }
     }
 
-    func closed(_ socket: LoopSocket, error: Int32?) {
+    func closed(_ stream: LoopStream, reason: String?) {
         let client = self.client
         drop()
         client?.drop()
     }
 
     func drop() {
-        socket.close()
-        socket.delegate = nil
+        stream.close()
+        stream.delegate = nil
         relay.idle.removeAll { $0 === self }
         client = nil
     }
@@ -125,14 +114,14 @@ final class Upstream: LoopSocketDelegate {
 final class Relay {
     let loop: EpollLoop
     let upstream: SocketAddress
-    let tls: (TLSClientContext, String)?
+    let tls: (context: TLSClientContext, serverName: String)?
     let cookie: ByteBuffer
     var idle: [Upstream] = []
     var listener: LoopListener?
     /// The clients by descriptor (a socket's delegate is weak).
     var clients: [Int32: Client] = [:]
 
-    init(loop: EpollLoop, upstream: SocketAddress, token: String, tls: (TLSClientContext, String)?) {
+    init(loop: EpollLoop, upstream: SocketAddress, token: String, tls: (context: TLSClientContext, serverName: String)?) {
         self.loop = loop
         self.upstream = upstream
         self.tls = tls
@@ -148,19 +137,9 @@ final class Relay {
     }
 
     func connectUpstream() -> Upstream? {
-        guard let socket = try? LoopSocket.connect(to: upstream, on: loop) else { return nil }
-        var session: TLSClientSession?
-        if let (context, host) = tls {
-            session = try? TLSClientSession(context, serverName: host)
-            guard let session else {
-                socket.close()
-                return nil
-            }
-            session.start()
-            if let hello = session.takeCiphertext() { socket.send(hello) }
-        }
-        let connection = Upstream(socket, tls: session, relay: self)
-        socket.delegate = connection
+        guard let stream = try? LoopStream(to: upstream, tls: tls, timeout: 5_000_000_000, on: loop) else { return nil }
+        let connection = Upstream(stream, relay: self)
+        stream.delegate = connection
         return connection
     }
 

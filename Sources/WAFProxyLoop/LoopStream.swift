@@ -1,0 +1,117 @@
+import Glibc
+import NIOCore
+
+/// What a `LoopStream` tells its owner, on the loop's thread.
+public protocol LoopStreamDelegate: AnyObject {
+    /// Plaintext from the peer. The stream reads only while `reading`.
+    func received(_ plaintext: ByteBuffer, on stream: LoopStream)
+    /// Everything written went to the kernel, after a write found its buffer full.
+    func drained(_ stream: LoopStream)
+    /// The stream is closed: the peer closed (`reason` nil), or the connection, its TLS or its
+    /// connect timeout failed (`reason` says which).
+    func closed(_ stream: LoopStream, reason: String?)
+}
+
+/// A connection to an upstream that carries plaintext whether the wire is plain or TLS: a
+/// `LoopSocket` with, for https, a `TLSClientSession` between the two. What is written before the
+/// connection (and its handshake) is up waits for it; a connect that takes longer than its
+/// timeout fails.
+public final class LoopStream: LoopSocketDelegate {
+    public let socket: LoopSocket
+    private let tls: TLSClientSession?
+    private unowned let loop: EpollLoop
+    public weak var delegate: (any LoopStreamDelegate)?
+    private var connectTimer: EpollLoop.Timer?
+    private var plaintext = ByteBuffer()
+    public private(set) var isOpen = true
+
+    /// Connects to `address`; with `tls`, verifies the server as `serverName` (and resumes the
+    /// context's last session for it). `timeout` bounds the connect and the handshake.
+    public init(
+        to address: SocketAddress, tls: (context: TLSClientContext, serverName: String)?, timeout: UInt64, on loop: EpollLoop
+    ) throws(LoopError) {
+        let session = try tls.map { (context, name) throws(LoopError) in try TLSClientSession(context, serverName: name) }
+        socket = try LoopSocket.connect(to: address, on: loop)
+        self.tls = session
+        self.loop = loop
+        socket.delegate = self
+        if let session {
+            session.start()
+            if let hello = session.takeCiphertext() { socket.write(hello) }
+        }
+        connectTimer = loop.schedule(in: timeout) { [weak self] in
+            self?.fail("the connection was not up within \(timeout / 1_000_000) ms")
+        }
+    }
+
+    /// Whether the stream reads (its owner stops it while the other side cannot take more).
+    public var reading: Bool {
+        get { socket.reading }
+        set { socket.reading = newValue }
+    }
+
+    /// Bytes queued for the kernel (ciphertext, for TLS).
+    public var queuedBytes: Int { socket.queuedBytes }
+
+    /// Queues plaintext for the next `flush`.
+    public func write(_ bytes: ByteBuffer) {
+        guard isOpen else { return }
+        guard let tls else { return socket.write(bytes) }
+        tls.write(bytes)
+        if let ciphertext = tls.takeCiphertext() { socket.write(ciphertext) }
+    }
+
+    public func flush() {
+        socket.flush()
+    }
+
+    /// Closes at once; the delegate hears nothing more.
+    public func close() {
+        guard isOpen else { return }
+        isOpen = false
+        if let connectTimer { loop.cancel(connectTimer) }
+        socket.close()
+    }
+
+    private var up: Bool { tls?.handshakeDone ?? true }
+
+    public func connected(_ socket: LoopSocket) {
+        guard tls == nil else { return }
+        stopConnectTimer()
+    }
+
+    public func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
+        guard let tls else { return delegate?.received(bytes, on: self) ?? () }
+        let wasUp = up
+        tls.receive(bytes)
+        tls.read(into: &plaintext)
+        if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
+        if case .failed(let why) = tls.status { return fail("TLS: \(why)") }
+        if !wasUp, up { stopConnectTimer() }
+        if plaintext.readableBytes > 0 {
+            let delivered = plaintext
+            plaintext.clear()
+            delegate?.received(delivered, on: self)
+        }
+        if isOpen, tls.status == .closed { fail(nil) }
+    }
+
+    public func drained(_ socket: LoopSocket) {
+        delegate?.drained(self)
+    }
+
+    public func closed(_ socket: LoopSocket, error: Int32?) {
+        fail(error.map { String(cString: strerror($0)) })
+    }
+
+    private func stopConnectTimer() {
+        if let connectTimer { loop.cancel(connectTimer) }
+        connectTimer = nil
+    }
+
+    private func fail(_ reason: String?) {
+        guard isOpen else { return }
+        close()
+        delegate?.closed(self, reason: reason)
+    }
+}

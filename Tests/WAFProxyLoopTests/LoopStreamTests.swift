@@ -1,0 +1,124 @@
+import CLibSSL
+import Foundation
+import NIOCore
+import Synchronization
+import Testing
+import WAFTestSupport
+import WAFTestTraits
+
+@testable import WAFProxyLoop
+
+/// What a stream told its delegate; touched on the loop's thread only.
+final class StreamRecorder: LoopStreamDelegate, @unchecked Sendable {
+    /// The stream, kept alive here (a socket's delegate is weak).
+    var stream: LoopStream?
+    var received = ""
+    var closed: String?? = nil
+
+    func received(_ plaintext: ByteBuffer, on stream: LoopStream) { received += String(buffer: plaintext) }
+    func drained(_ stream: LoopStream) {}
+    func closed(_ stream: LoopStream, reason: String?) { closed = .some(reason) }
+}
+
+/// A server on the loop that answers each read with `answer(what it read)`, over TLS when given
+/// a server context (a libssl session per connection, over its BIO pair), or stays silent.
+final class LoopServer: LoopSocketDelegate, @unchecked Sendable {
+    let tls: OpaquePointer?
+    let answer: ((String) -> String)?
+    var peers: [ObjectIdentifier: TLSServerPeer] = [:]
+    var listener: LoopListener?
+
+    init(tls: OpaquePointer?, answer: ((String) -> String)?) {
+        self.tls = tls
+        self.answer = answer
+    }
+
+    func start(on loop: EpollLoop) throws -> Int {
+        let listener = try LoopListener.listen(on: try SocketAddress(ipAddress: "127.0.0.1", port: 0), on: loop) { [self] socket in
+            socket.delegate = self
+            if let tls { peers[ObjectIdentifier(socket)] = TLSServerPeer(tls) }
+        }
+        self.listener = listener
+        return listener.port!
+    }
+
+    func connected(_ socket: LoopSocket) {}
+    func drained(_ socket: LoopSocket) {}
+    func closed(_ socket: LoopSocket, error: Int32?) { peers[ObjectIdentifier(socket)] = nil }
+
+    func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
+        guard let answer else { return }
+        guard let peer = peers[ObjectIdentifier(socket)] else { return socket.send(ByteBuffer(string: answer(String(buffer: bytes)))) }
+        peer.receive(bytes)
+        let text = peer.read()
+        if !text.isEmpty { peer.write(answer(text)) }
+        let out = peer.takeCiphertext()
+        if out.readableBytes > 0 { socket.send(out) }
+    }
+}
+
+@Suite("Upstream streams on the proxy's loop, plain and TLS", .offPool)
+struct LoopStreamTests {
+    /// A stream to a `LoopServer` made on the loop, written to at once; its recorder.
+    static func stream(
+        _ loop: EpollLoop, _ server: LoopServer, tls: (TLSClientContext, String)? = nil, timeout: UInt64 = 10_000_000_000, writing: String
+    ) throws -> StreamRecorder {
+        let recorder = StreamRecorder()
+        let tls = OnLoop(value: tls)
+        try onLoop(loop) {
+            let port = try server.start(on: loop)
+            let stream = try LoopStream(to: try SocketAddress(ipAddress: "127.0.0.1", port: port), tls: tls.value, timeout: timeout, on: loop)
+            stream.delegate = recorder
+            recorder.stream = stream
+            // Written before the connection (and its handshake) is up: it waits for it.
+            stream.write(ByteBuffer(string: writing))
+            stream.flush()
+        }
+        return recorder
+    }
+
+    @Test("Plain: what is written before the connection is up goes once it is, and the answer comes back")
+    func plain() throws {
+        try withRunningLoop { loop in
+            let recorder = try Self.stream(loop, LoopServer(tls: nil) { "got \($0)" }, writing: "ping")
+            #expect(try eventually(on: loop) { recorder.received == "got ping" })
+        }
+    }
+
+    @Test("TLS: the handshake, then the request written before it, and the answer, in plaintext")
+    func overTLS() throws {
+        let certificates = try TestCertificates()
+        let serverContext = TLSServerPeer.context(certificates)
+        defer { SSL_CTX_free(serverContext) }
+        let context = try TLSClientContext(caFile: certificates.authority)
+        try withRunningLoop { loop in
+            let recorder = try Self.stream(loop, LoopServer(tls: serverContext) { "got \($0)" }, tls: (context, "localhost"), writing: "ping")
+            #expect(try eventually(on: loop) { recorder.received == "got ping" }, "the answer over TLS")
+            #expect(try onLoop(loop) { recorder.closed == nil })
+        }
+    }
+
+    @Test("TLS: a certificate for another name closes the stream with the reason, and nothing was sent")
+    func wrongName() throws {
+        let certificates = try TestCertificates()
+        let serverContext = TLSServerPeer.context(certificates)
+        defer { SSL_CTX_free(serverContext) }
+        let context = try TLSClientContext(caFile: certificates.authority)
+        try withRunningLoop { loop in
+            let recorder = try Self.stream(
+                loop, LoopServer(tls: serverContext) { "got \($0)" }, tls: (context, "elsewhere.example"), writing: "secret")
+            #expect(try eventually(on: loop) { recorder.closed != nil })
+            #expect(try onLoop(loop) { recorder.closed == .some("TLS: hostname mismatch") && recorder.received.isEmpty })
+        }
+    }
+
+    @Test("A server that never finishes the handshake: the stream closes at its timeout, saying so")
+    func connectTimeout() throws {
+        let context = try TLSClientContext(caFile: nil)
+        try withRunningLoop { loop in
+            let recorder = try Self.stream(loop, LoopServer(tls: nil, answer: nil), tls: (context, "localhost"), timeout: 100_000_000, writing: "x")
+            #expect(try eventually(on: loop) { recorder.closed != nil })
+            #expect(try onLoop(loop) { recorder.closed == .some("the connection was not up within 100 ms") })
+        }
+    }
+}

@@ -45,6 +45,11 @@ public final class LoopStream: LoopSocketDelegate {
     }
 
     /// Whether the stream reads (its owner stops it while the other side cannot take more).
+    deinit {
+        // Let go without a close: the socket, which the loop holds, must not stay open unwatched.
+        close()
+    }
+
     public var reading: Bool {
         get { socket.reading }
         set { socket.reading = newValue }
@@ -61,7 +66,10 @@ public final class LoopStream: LoopSocketDelegate {
         if let ciphertext = tls.takeCiphertext() { socket.write(ciphertext) }
     }
 
+    /// Sends what was written; a TLS session that failed on it closes the stream (the delegate
+    /// hears it now).
     public func flush() {
+        if case .failed(let why)? = tls?.status { return fail("TLS: \(why)") }
         socket.flush()
     }
 
@@ -85,8 +93,10 @@ public final class LoopStream: LoopSocketDelegate {
         let wasUp = up
         tls.receive(bytes)
         tls.read(into: &plaintext)
-        if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
+        // TLS's verdict first: a send that fails would close the stream with an errno instead.
         if case .failed(let why) = tls.status { return fail("TLS: \(why)") }
+        if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
+        guard isOpen else { return }
         if !wasUp, up { stopConnectTimer() }
         if plaintext.readableBytes > 0 {
             let delivered = plaintext

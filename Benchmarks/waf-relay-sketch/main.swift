@@ -106,7 +106,6 @@ final class Upstream: LoopStreamDelegate {
     func drop() {
         stream.close()
         stream.delegate = nil
-        relay.idle.removeAll { $0 === self }
         client = nil
     }
 }
@@ -116,7 +115,7 @@ final class Relay {
     let upstream: SocketAddress
     let tls: (context: TLSClientContext, serverName: String)?
     let cookie: ByteBuffer
-    var idle: [Upstream] = []
+    let pool: LoopStreamPool
     var listener: LoopListener?
     /// The clients by descriptor (a socket's delegate is weak).
     var clients: [Int32: Client] = [:]
@@ -126,6 +125,7 @@ final class Relay {
         self.upstream = upstream
         self.tls = tls
         cookie = ByteBuffer(string: "Cookie: aws-waf-token=\(token)\r\n\r\n")
+        pool = LoopStreamPool(to: upstream, tls: tls, connectTimeout: 5_000_000_000, idleTimeout: 60_000_000_000, maximumIdle: 1024, on: loop)
     }
 
     func listen(on path: String) throws {
@@ -137,7 +137,7 @@ final class Relay {
     }
 
     func connectUpstream() -> Upstream? {
-        guard let stream = try? LoopStream(to: upstream, tls: tls, timeout: 5_000_000_000, on: loop) else { return nil }
+        guard let stream = try? pool.acquire().stream else { return nil }
         let connection = Upstream(stream, relay: self)
         stream.delegate = connection
         return connection
@@ -150,7 +150,7 @@ final class Relay {
         guard let end else { return client.buffer.readableBytes < 64 * 1024 }
         guard let head = try? HTTPHeadParser.request(client.buffer.readSlice(length: end)!),
             (try? HTTPFraming.request(head)) == HTTPFraming.none,
-            let upstream = idle.popLast() ?? connectUpstream()
+            let upstream = connectUpstream()
         else { return false }
         var request = ByteBuffer()
         request.reserveCapacity(head.bytes.readableBytes + cookie.readableBytes)
@@ -193,7 +193,12 @@ final class Relay {
         upstream.client = nil
         client.upstream = nil
         // nginx closes a kept-alive connection after keepalive_requests answers, saying so.
-        if upstream.reader.reusable { idle.append(upstream) } else { upstream.drop() }
+        if upstream.reader.reusable {
+            upstream.stream.delegate = nil
+            pool.release(upstream.stream)
+        } else {
+            upstream.drop()
+        }
         return forward(client)
     }
 }

@@ -27,6 +27,8 @@ final class LoopServer: LoopSocketDelegate, @unchecked Sendable {
     let answer: ((String) -> String)?
     var peers: [ObjectIdentifier: TLSServerPeer] = [:]
     var listener: LoopListener?
+    /// Closes each connection once it answered (plain only).
+    var closesAfterAnswer = false
 
     init(tls: OpaquePointer?, answer: ((String) -> String)?) {
         self.tls = tls
@@ -48,7 +50,11 @@ final class LoopServer: LoopSocketDelegate, @unchecked Sendable {
 
     func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
         guard let answer else { return }
-        guard let peer = peers[ObjectIdentifier(socket)] else { return socket.send(ByteBuffer(string: answer(String(buffer: bytes)))) }
+        guard let peer = peers[ObjectIdentifier(socket)] else {
+            socket.send(ByteBuffer(string: answer(String(buffer: bytes))))
+            if closesAfterAnswer { socket.close() }
+            return
+        }
         peer.receive(bytes)
         let text = peer.read()
         if !text.isEmpty { peer.write(answer(text)) }

@@ -9,20 +9,22 @@ import NIOCore
 // two reads the input cuts them into. Properties: nothing traps; a head is found (or refused) the
 // same whatever the cut; what the proxy accepts, it sends on in a form its own strict reading
 // accepts again, with the same framing (it never forwards anything a server could read two ways);
-// a chunked body reads the same whatever the cut.
+// a chunked body reads the same whatever the cut; an upstream's answers (AnswerReader) are
+// handed on the same whatever the cut, their bytes in order and nothing after a stop.
 
 private let upstream = try! UpstreamTarget.parse("https://api.example.com/base/", domainName: "example.com").get()
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
-    let mode = input.choose(3)
+    let mode = input.choose(4)
     let cut = Int(input.byte()) | Int(input.byte()) << 8
     let bytes = input.rest()
     switch mode {
     case 0: request(bytes, cut: cut % (bytes.count + 1))
     case 1: answer(bytes)
-    default: chunks(bytes, cut: cut % (bytes.count + 1))
+    case 2: chunks(bytes, cut: cut % (bytes.count + 1))
+    default: answers(bytes, cut: cut % (bytes.count + 1), decode: cut & 1 == 1)
     }
     return 0
 }
@@ -102,4 +104,44 @@ private func chunks(_ bytes: [UInt8], cut: Int) {
         violated("a chunked body reads differently when cut at \(cut)")
     }
     if let whole, whole.used > bytes.count || (!whole.done && whole.used != bytes.count) { violated("the scanner's count is off") }
+}
+
+private func answers(_ bytes: [UInt8], cut: Int, decode: Bool) {
+    /// What the reader hands on for the bytes in `pieces`: parts as text, whether reusable, and
+    /// whether it threw (then what came before).
+    func read(_ pieces: [ArraySlice<UInt8>]) -> (parts: [String], reusable: Bool, failed: Bool) {
+        let reader = AnswerReader()
+        reader.expectAnswer(toHead: false, decodeChunks: decode)
+        var parts: [String] = []
+        var body: [UInt8] = []
+        var ended = false
+        do {
+            for piece in pieces {
+                try reader.read(ByteBuffer(bytes: piece)) { part in
+                    if ended { violated("a part after the answer's end") }
+                    switch part {
+                    case .head(let head, let framing): parts.append("head \(head.status) \(framing)")
+                    case .body(let bytes): body += Array(bytes.readableBytesView)
+                    case .end:
+                        parts.append("body \(body)")
+                        parts.append("end")
+                        body = []
+                        ended = true
+                    }
+                    return !ended
+                }
+            }
+        } catch {
+            return (parts, reader.reusable, true)
+        }
+        if !body.isEmpty { parts.append("body \(body)") }
+        return (parts, reader.reusable, false)
+    }
+    let whole = read([bytes[...]])
+    let twoReads = read([bytes[..<cut], bytes[cut...]])
+    // A failure may come at the first read or at the second; what was handed on before it agrees.
+    guard !whole.failed, !twoReads.failed else { return }
+    if whole.parts.joined(separator: "|") != twoReads.parts.joined(separator: "|") {
+        violated("an answer is handed on differently when cut at \(cut): \(whole.parts) against \(twoReads.parts)")
+    }
 }

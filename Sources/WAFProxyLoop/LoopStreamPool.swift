@@ -1,0 +1,88 @@
+import NIOCore
+
+/// The kept-alive connections of one loop to one upstream: the most recently used is taken first;
+/// one unused for `idleTimeout`, one its peer closes or writes to while it waits, is closed. One
+/// pool per loop, so no lock.
+public final class LoopStreamPool: LoopStreamDelegate {
+    public typealias TLS = (context: TLSClientContext, serverName: String)
+
+    private unowned let loop: EpollLoop
+    private let address: SocketAddress
+    private let tls: TLS?
+    private let connectTimeout: UInt64
+    private let idleTimeout: UInt64
+    private let maximumIdle: Int
+    private var idle: [(stream: LoopStream, timer: EpollLoop.Timer)] = []
+
+    /// Timeouts in nanoseconds.
+    public init(
+        to address: SocketAddress, tls: TLS?, connectTimeout: UInt64, idleTimeout: UInt64, maximumIdle: Int, on loop: EpollLoop
+    ) {
+        self.loop = loop
+        self.address = address
+        self.tls = tls
+        self.connectTimeout = connectTimeout
+        self.idleTimeout = idleTimeout
+        self.maximumIdle = maximumIdle
+    }
+
+    deinit {
+        closeAll()
+    }
+
+    /// Connections waiting to be used again.
+    public var idleCount: Int { idle.count }
+
+    /// A connection for a request: a waiting one (`reused`), or a new one under way. The caller
+    /// becomes its delegate.
+    public func acquire() throws(LoopError) -> (stream: LoopStream, reused: Bool) {
+        if let waiting = idle.popLast() {
+            loop.cancel(waiting.timer)
+            waiting.stream.delegate = nil
+            return (waiting.stream, true)
+        }
+        return (try LoopStream(to: address, tls: tls, timeout: connectTimeout, on: loop), false)
+    }
+
+    /// A connection that carried a whole request and answer, back to wait for the next (or
+    /// closed, when it is closed already or the pool is full).
+    public func release(_ stream: LoopStream) {
+        guard stream.isOpen, idle.count < maximumIdle else { return stream.close() }
+        stream.delegate = self
+        // Read while waiting: a close or stray bytes must be seen now, not by the next request.
+        stream.reading = true
+        let timer = loop.schedule(in: idleTimeout) { [weak self, weak stream] in
+            guard let self, let stream else { return }
+            drop(stream)
+        }
+        idle.append((stream, timer))
+    }
+
+    public func closeAll() {
+        for (stream, timer) in idle {
+            loop.cancel(timer)
+            stream.close()
+        }
+        idle.removeAll()
+    }
+
+    private func drop(_ stream: LoopStream) {
+        guard let index = idle.firstIndex(where: { $0.stream === stream }) else { return }
+        loop.cancel(idle[index].timer)
+        idle.remove(at: index)
+        stream.close()
+    }
+
+    // MARK: While a connection waits
+
+    /// Bytes no request asked for: the connection is in no state to be used again.
+    public func received(_ plaintext: ByteBuffer, on stream: LoopStream) {
+        drop(stream)
+    }
+
+    public func drained(_ stream: LoopStream) {}
+
+    public func closed(_ stream: LoopStream, reason: String?) {
+        drop(stream)
+    }
+}

@@ -303,7 +303,8 @@ let package = Package(
         .testTarget(
             name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "WAFProxyLoopTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "CLibSSL"] + nio, swiftSettings: strict),
+            name: "WAFProxyLoopTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "CEpoll", "CLibSSL"] + nio,
+            swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport", logging] + nio, swiftSettings: strict),
         .testTarget(

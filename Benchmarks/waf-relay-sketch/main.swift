@@ -112,18 +112,14 @@ final class Upstream: LoopStreamDelegate {
 
 final class Relay {
     let loop: EpollLoop
-    let upstream: SocketAddress
-    let tls: (context: TLSClientContext, serverName: String)?
     let cookie: ByteBuffer
     let pool: LoopStreamPool
     var listener: LoopListener?
     /// The clients by descriptor (a socket's delegate is weak).
     var clients: [Int32: Client] = [:]
 
-    init(loop: EpollLoop, upstream: SocketAddress, token: String, tls: (context: TLSClientContext, serverName: String)?) {
+    init(loop: EpollLoop, upstream: SocketAddress, token: String, tls: UpstreamTLS?) {
         self.loop = loop
-        self.upstream = upstream
-        self.tls = tls
         cookie = ByteBuffer(string: "Cookie: aws-waf-token=\(token)\r\n\r\n")
         pool = LoopStreamPool(to: upstream, tls: tls, connectTimeout: 5_000_000_000, idleTimeout: 60_000_000_000, maximumIdle: 1024, on: loop)
     }
@@ -194,7 +190,6 @@ final class Relay {
         client.upstream = nil
         // nginx closes a kept-alive connection after keepalive_requests answers, saying so.
         if upstream.reader.reusable {
-            upstream.stream.delegate = nil
             pool.release(upstream.stream)
         } else {
             upstream.drop()

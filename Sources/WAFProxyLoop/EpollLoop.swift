@@ -23,7 +23,11 @@ public final class EpollLoop: @unchecked Sendable {
     private let epoll: Int32
     private let wakeup: Int32
     private let timerDescriptor: Int32
-    private var handlers: [Int32: any LoopHandler] = [:]
+    /// Each registered descriptor's handler, with the registration's number: epoll's data carries
+    /// both (the descriptor in the low half), so that an event for a descriptor closed and reused
+    /// within one batch (nginx's "stale event") finds another number and is dropped.
+    private var handlers: [Int32: (registration: UInt32, handler: any LoopHandler)] = [:]
+    private var nextRegistration: UInt32 = 0
     private var timers = TimerHeap()
     private var timerBodies: [UInt64: () -> Void] = [:]
     private var nextTimer: UInt64 = 0
@@ -45,7 +49,7 @@ public final class EpollLoop: @unchecked Sendable {
             throw error
         }
         for descriptor in [wakeup, timerDescriptor] {
-            var event = epoll_event(events: EPOLLIN.rawValue, data: epoll_data_t(fd: descriptor))
+            var event = epoll_event(events: EPOLLIN.rawValue, data: Self.data(descriptor, 0))
             epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
         }
     }
@@ -75,14 +79,20 @@ public final class EpollLoop: @unchecked Sendable {
 
     public func register(_ descriptor: Int32, events: UInt32, _ handler: any LoopHandler) throws(LoopError) {
         checkThread()
-        var event = epoll_event(events: events, data: epoll_data_t(fd: descriptor))
+        nextRegistration &+= 1
+        var event = epoll_event(events: events, data: Self.data(descriptor, nextRegistration))
         guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else { throw .system("epoll_ctl", errno) }
-        handlers[descriptor] = handler
+        handlers[descriptor] = (nextRegistration, handler)
     }
 
     public func change(_ descriptor: Int32, events: UInt32) {
-        var event = epoll_event(events: events, data: epoll_data_t(fd: descriptor))
+        guard let registration = handlers[descriptor]?.registration else { return }
+        var event = epoll_event(events: events, data: Self.data(descriptor, registration))
         epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event)
+    }
+
+    private static func data(_ descriptor: Int32, _ registration: UInt32) -> epoll_data_t {
+        epoll_data_t(u64: UInt64(registration) << 32 | UInt64(UInt32(bitPattern: descriptor)))
     }
 
     /// The descriptor leaves the loop (before its owner closes it).
@@ -170,13 +180,16 @@ public final class EpollLoop: @unchecked Sendable {
                 continue
             }
             for index in 0..<Int(count) {
-                let descriptor = events[index].data.fd
+                let descriptor = Int32(bitPattern: UInt32(truncatingIfNeeded: events[index].data.u64))
                 if descriptor == wakeup {
                     guard runInbox() else { return }
                 } else if descriptor == timerDescriptor {
                     fireTimers()
                 } else {
-                    handlers[descriptor]?.ready(events[index].events)
+                    guard let (registration, handler) = handlers[descriptor],
+                        registration == UInt32(truncatingIfNeeded: events[index].data.u64 >> 32)
+                    else { continue }
+                    handler.ready(events[index].events)
                 }
             }
         }

@@ -25,12 +25,7 @@ public final class LoopListener: LoopHandler {
     ) throws(LoopError)
         -> LoopListener
     {
-        let family: Int32 =
-            switch address.protocol {
-            case .unix: AF_UNIX
-            case .inet6: AF_INET6
-            default: AF_INET
-            }
+        let family = Int32(address.protocol.rawValue)
         if case .unixDomainSocket = address, let path = address.pathname { unlink(path) }
         let descriptor = socket(family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .system("socket", errno) }

@@ -49,12 +49,7 @@ public final class LoopSocket: LoopHandler {
 
     /// A TCP connection to `address`, under way: `connected` or `closed` tells how it went.
     public static func connect(to address: SocketAddress, on loop: EpollLoop) throws(LoopError) -> LoopSocket {
-        let family: Int32 =
-            switch address.protocol {
-            case .unix: AF_UNIX
-            case .inet6: AF_INET6
-            default: AF_INET
-            }
+        let family = Int32(address.protocol.rawValue)
         let descriptor = socket(family, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw .system("socket", errno) }
         var one: Int32 = 1
@@ -109,9 +104,6 @@ public final class LoopSocket: LoopHandler {
             guard events & (EPOLLOUT.rawValue | EPOLLERR.rawValue | EPOLLHUP.rawValue) != 0 else { return }
             let error = pendingError()
             guard error == 0 else { return fail(error) }
-            // A stale event (another socket's, on a descriptor number reused in the same batch)
-            // comes while the handshake is still under way: not connected until the peer is known.
-            guard isConnected() else { return }
             connecting = false
             updateInterest()
             delegate?.connected(self)
@@ -136,14 +128,6 @@ public final class LoopSocket: LoopHandler {
         var length = socklen_t(MemoryLayout<Int32>.size)
         getsockopt(descriptor, SOL_SOCKET, SO_ERROR, &error, &length)
         return error
-    }
-
-    private func isConnected() -> Bool {
-        var address = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        return withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(descriptor, $0, &length) }
-        } == 0
     }
 
     /// One read per readiness, as level-triggered epoll allows: a busy connection does not starve

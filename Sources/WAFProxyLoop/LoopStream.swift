@@ -12,6 +12,9 @@ public protocol LoopStreamDelegate: AnyObject {
     func closed(_ stream: LoopStream, reason: String?)
 }
 
+/// TLS to an upstream: the context its sessions share, and the name its certificate must carry.
+public typealias UpstreamTLS = (context: TLSClientContext, serverName: String)
+
 /// A connection to an upstream that carries plaintext whether the wire is plain or TLS: a
 /// `LoopSocket` with, for https, a `TLSClientSession` between the two. What is written before the
 /// connection (and its handshake) is up waits for it; a connect that takes longer than its
@@ -28,7 +31,7 @@ public final class LoopStream: LoopSocketDelegate {
     /// Connects to `address`; with `tls`, verifies the server as `serverName` (and resumes the
     /// context's last session for it). `timeout` bounds the connect and the handshake.
     public init(
-        to address: SocketAddress, tls: (context: TLSClientContext, serverName: String)?, timeout: UInt64, on loop: EpollLoop
+        to address: SocketAddress, tls: UpstreamTLS?, timeout: UInt64, on loop: EpollLoop
     ) throws(LoopError) {
         let session = try tls.map { (context, name) throws(LoopError) in try TLSClientSession(context, serverName: name) }
         socket = try LoopSocket.connect(to: address, on: loop)
@@ -44,12 +47,12 @@ public final class LoopStream: LoopSocketDelegate {
         }
     }
 
-    /// Whether the stream reads (its owner stops it while the other side cannot take more).
     deinit {
         // Let go without a close: the socket, which the loop holds, must not stay open unwatched.
         close()
     }
 
+    /// Whether the stream reads (its owner stops it while the other side cannot take more).
     public var reading: Bool {
         get { socket.reading }
         set { socket.reading = newValue }

@@ -4,19 +4,21 @@ import NIOCore
 /// one unused for `idleTimeout`, one its peer closes or writes to while it waits, is closed. One
 /// pool per loop, so no lock.
 public final class LoopStreamPool: LoopStreamDelegate {
-    public typealias TLS = (context: TLSClientContext, serverName: String)
-
     private unowned let loop: EpollLoop
     private let address: SocketAddress
-    private let tls: TLS?
+    private let tls: UpstreamTLS?
     private let connectTimeout: UInt64
     private let idleTimeout: UInt64
     private let maximumIdle: Int
-    private var idle: [(stream: LoopStream, timer: EpollLoop.Timer)] = []
+    /// Oldest first, each with when it came back.
+    private var idle: [(stream: LoopStream, since: UInt64)] = []
+    /// One timer for the whole pool, at the oldest's end: a timer per connection, cancelled at
+    /// every reuse, would fill the loop's heap with a timeout's worth of requests.
+    private var sweep: EpollLoop.Timer?
 
     /// Timeouts in nanoseconds.
     public init(
-        to address: SocketAddress, tls: TLS?, connectTimeout: UInt64, idleTimeout: UInt64, maximumIdle: Int, on loop: EpollLoop
+        to address: SocketAddress, tls: UpstreamTLS?, connectTimeout: UInt64, idleTimeout: UInt64, maximumIdle: Int, on loop: EpollLoop
     ) {
         self.loop = loop
         self.address = address
@@ -33,11 +35,10 @@ public final class LoopStreamPool: LoopStreamDelegate {
     /// Connections waiting to be used again.
     public var idleCount: Int { idle.count }
 
-    /// A connection for a request: a waiting one (`reused`), or a new one under way. The caller
-    /// becomes its delegate.
+    /// A connection for a request: the one most recently given back (`reused`), or a new one under
+    /// way. The caller becomes its delegate.
     public func acquire() throws(LoopError) -> (stream: LoopStream, reused: Bool) {
         if let waiting = idle.popLast() {
-            loop.cancel(waiting.timer)
             waiting.stream.delegate = nil
             return (waiting.stream, true)
         }
@@ -51,24 +52,33 @@ public final class LoopStreamPool: LoopStreamDelegate {
         stream.delegate = self
         // Read while waiting: a close or stray bytes must be seen now, not by the next request.
         stream.reading = true
-        let timer = loop.schedule(in: idleTimeout) { [weak self, weak stream] in
-            guard let self, let stream else { return }
-            drop(stream)
-        }
-        idle.append((stream, timer))
+        idle.append((stream, EpollLoop.now))
+        if sweep == nil { scheduleSweep() }
     }
 
     public func closeAll() {
-        for (stream, timer) in idle {
-            loop.cancel(timer)
-            stream.close()
-        }
+        if let sweep { loop.cancel(sweep) }
+        sweep = nil
+        for (stream, _) in idle { stream.close() }
         idle.removeAll()
+    }
+
+    private func scheduleSweep() {
+        guard let oldest = idle.first else { return }
+        sweep = loop.schedule(at: oldest.since + idleTimeout) { [weak self] in
+            guard let self else { return }
+            sweep = nil
+            let now = EpollLoop.now
+            while let first = idle.first, first.since + idleTimeout <= now {
+                idle.removeFirst()
+                first.stream.close()
+            }
+            scheduleSweep()
+        }
     }
 
     private func drop(_ stream: LoopStream) {
         guard let index = idle.firstIndex(where: { $0.stream === stream }) else { return }
-        loop.cancel(idle[index].timer)
         idle.remove(at: index)
         stream.close()
     }

@@ -97,7 +97,7 @@ public final class TLSClientSession {
 
     public var handshakeDone: Bool { SSL_is_init_finished(session) == 1 }
     /// Whether the handshake resumed an earlier session.
-    public var resumed: Bool { SSL_session_reused(session) == 1 }
+    var resumed: Bool { SSL_session_reused(session) == 1 }
 
     /// Starts the handshake: its first flight is then in `takeCiphertext`.
     public func start() {

@@ -1,3 +1,4 @@
+import CEpoll
 import Foundation
 import NIOCore
 import Synchronization
@@ -79,6 +80,56 @@ struct EpollLoopTests {
         for thread in 0..<4 {
             let mine = values.filter { $0 / 1000 == thread }
             #expect(mine == mine.sorted(), "thread \(thread)'s work in the order it was handed in")
+        }
+    }
+
+    /// Counts what the loop tells it; on its first readiness, runs `first` once.
+    final class Counting: LoopHandler, @unchecked Sendable {
+        var events = 0
+        var first: (() -> Void)?
+
+        func ready(_ events: UInt32) {
+            self.events += 1
+            let work = first
+            first = nil
+            work?()
+        }
+    }
+
+    @Test("An event for a descriptor closed and reused within one batch does not reach the new handler (a stale event)")
+    func staleEventsDropped() throws {
+        try withRunningLoop { loop in
+            let newcomer = Counting()
+            let reused = Mutex(false)
+            try onLoop(loop) {
+                var first: [Int32] = [0, 0]
+                var second: [Int32] = [0, 0]
+                socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &first)
+                socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &second)
+                // Both readable: one batch reports both. Whichever comes first closes the other's
+                // descriptor and registers a new, quiet socket, which gets the same number.
+                let a = Counting()
+                let b = Counting()
+                func takeOver(_ victim: Int32) {
+                    loop.forget(victim)
+                    var fresh: [Int32] = [0, 0]
+                    socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0, &fresh)
+                    // dup2 closes the victim and puts the new socket on its number at once, whatever
+                    // other tests open and close meanwhile.
+                    reused.withLock { $0 = dup2(fresh[0], victim) == victim }
+                    close(fresh[0])
+                    try? loop.register(victim, events: EPOLLIN.rawValue, newcomer)
+                }
+                a.first = { if b.events == 0 { takeOver(second[0]) } }
+                b.first = { if a.events == 0 { takeOver(first[0]) } }
+                try loop.register(first[0], events: EPOLLIN.rawValue, a)
+                try loop.register(second[0], events: EPOLLIN.rawValue, b)
+                _ = write(first[1], "x", 1)
+                _ = write(second[1], "x", 1)
+            }
+            usleep(100_000)
+            #expect(reused.withLock { $0 }, "the new socket got the closed one's number")
+            #expect(try onLoop(loop) { newcomer.events } == 0, "nothing was ready on it")
         }
     }
 

@@ -139,7 +139,8 @@ private func answers(_ bytes: [UInt8], cut: Int, decode: Bool) {
     }
     let whole = read([bytes[...]])
     let twoReads = read([bytes[..<cut], bytes[cut...]])
-    // A failure may come at the first read or at the second; what was handed on before it agrees.
+    // A failure may come at the first read or at the second: what the two hand on then differs
+    // by where the cut fell, and only a trap would be a finding.
     guard !whole.failed, !twoReads.failed else { return }
     if whole.parts.joined(separator: "|") != twoReads.parts.joined(separator: "|") {
         violated("an answer is handed on differently when cut at \(cut): \(whole.parts) against \(twoReads.parts)")

@@ -59,7 +59,8 @@ extension ProxyHandler {
     // MARK: Failures
 
     func upstreamTimedOut() {
-        // A timer runs on its own time: one that outlived its connection finds nothing to fail.
+        // Every end of a wait on the upstream stops the timer; should one be missed, a timer that
+        // fires with no upstream waited on must find nothing to fail, not trap.
         guard machine.waitsOnUpstream else { return }
         upstreamFailed(.timeout, nil)
     }
@@ -101,7 +102,6 @@ extension ProxyHandler {
     /// `headOnly`: it answers a HEAD (when not given, the request says).
     func answerError(_ error: DaemonError, _ ending: ProxyConnectionMachine<ProxyExchange>.Ending, headOnly: Bool? = nil) {
         guard let context else { return }
-        ending.request?.dropUpstream()
         if ending.tellGuard { tellGuard() }
         let reply = error.reply
         count(reply.status)

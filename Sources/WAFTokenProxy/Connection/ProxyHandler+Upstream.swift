@@ -67,12 +67,11 @@ extension ProxyHandler: UpstreamDelegate {
             exchange.holding.releaseAll()
         }
         if attach.endChunked { connection.handler.send(connection.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
-        connection.handler.flush()
-        // A write that failed in that flush closed the connection at once, and its close may have
-        // ended the request (answered, or retried): then no timer for it.
-        guard machine.request === exchange, exchange.upstream?.channel === connection.channel else { return }
+        // The timer before the flush: a write that fails in it closes the connection at once, and
+        // what that close ends (an answer, a retry) stops or moves the timer, which must be there.
         exchange.sentAt = .now()
         armStallTimer(exchange)
+        connection.handler.flush()
         resumeClientReads()
     }
 

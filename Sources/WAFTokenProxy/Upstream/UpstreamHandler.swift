@@ -25,8 +25,6 @@ final class UpstreamHandler: ChannelDuplexHandler {
 
     typealias Part = AnswerReader.Part
 
-    static let maximumHeadBytes = AnswerReader.maximumHeadBytes
-
     weak var delegate: (any UpstreamDelegate)?
     /// The route generation this connection was made for.
     let generation: Int

@@ -2,7 +2,7 @@ import NIOCore
 
 /// The kept-alive connections of one loop to one upstream: the most recently used is taken first;
 /// one unused for `idleTimeout`, one its peer closes or writes to while it waits, is closed. One
-/// pool per loop, so no lock.
+/// pool per loop, so no lock; the loop outlives it, as it does its sockets.
 public final class LoopStreamPool: LoopStreamDelegate {
     private unowned let loop: EpollLoop
     private let address: SocketAddress
@@ -65,16 +65,22 @@ public final class LoopStreamPool: LoopStreamDelegate {
 
     private func scheduleSweep() {
         guard let oldest = idle.first else { return }
-        sweep = loop.schedule(at: oldest.since + idleTimeout) { [weak self] in
+        sweep = loop.schedule(at: end(of: oldest.since)) { [weak self] in
             guard let self else { return }
             sweep = nil
             let now = EpollLoop.now
-            while let first = idle.first, first.since + idleTimeout <= now {
+            while let first = idle.first, end(of: first.since) <= now {
                 idle.removeFirst()
                 first.stream.close()
             }
             scheduleSweep()
         }
+    }
+
+    /// When a connection back since `since` has waited long enough (never, past the clock's end).
+    private func end(of since: UInt64) -> UInt64 {
+        let (end, overflow) = since.addingReportingOverflow(idleTimeout)
+        return overflow ? .max : end
     }
 
     private func drop(_ stream: LoopStream) {

@@ -59,7 +59,7 @@ public final class LoopListener: LoopHandler {
     /// Up to 64 connections per readiness, so that a flood of them does not starve the rest.
     public func ready(_ events: UInt32) {
         for _ in 0..<64 where isOpen {
-            let connection = waf_accept(descriptor)
+            let connection = accept4(descriptor, nil, nil, Int32(SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue))
             guard connection >= 0 else {
                 if errno == EMFILE || errno == ENFILE { pauseAccepting() }
                 return

@@ -93,12 +93,9 @@ struct LoopStreamTests {
 
     @Test("TLS: the handshake, then the request written before it, and the answer, in plaintext")
     func overTLS() throws {
-        let certificates = try TestCertificates()
-        let serverContext = TLSServerPeer.context(certificates)
-        defer { SSL_CTX_free(serverContext) }
-        let context = try TLSClientContext(caFile: certificates.authority)
+        let tls = try TLSFixture()
         try withRunningLoop { loop in
-            let recorder = try Self.stream(loop, LoopServer(tls: serverContext) { "got \($0)" }, tls: (context, "localhost"), writing: "ping")
+            let recorder = try Self.stream(loop, LoopServer(tls: tls.server) { "got \($0)" }, tls: (tls.client, "localhost"), writing: "ping")
             #expect(try eventually(on: loop) { recorder.received == "got ping" }, "the answer over TLS")
             #expect(try onLoop(loop) { recorder.closed == nil })
         }
@@ -106,13 +103,10 @@ struct LoopStreamTests {
 
     @Test("TLS: a certificate for another name closes the stream with the reason, and nothing was sent")
     func wrongName() throws {
-        let certificates = try TestCertificates()
-        let serverContext = TLSServerPeer.context(certificates)
-        defer { SSL_CTX_free(serverContext) }
-        let context = try TLSClientContext(caFile: certificates.authority)
+        let tls = try TLSFixture()
         try withRunningLoop { loop in
             let recorder = try Self.stream(
-                loop, LoopServer(tls: serverContext) { "got \($0)" }, tls: (context, "elsewhere.example"), writing: "secret")
+                loop, LoopServer(tls: tls.server) { "got \($0)" }, tls: (tls.client, "elsewhere.example"), writing: "secret")
             #expect(try eventually(on: loop) { recorder.closed != nil })
             #expect(try onLoop(loop) { recorder.closed == .some("TLS: hostname mismatch") && recorder.received.isEmpty })
         }

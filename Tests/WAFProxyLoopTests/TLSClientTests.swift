@@ -63,6 +63,24 @@ final class TLSServerPeer {
     }
 }
 
+/// A throw-away CA and server certificate, a libssl server context for them (freed with the
+/// fixture), and a client context that trusts the CA: what every TLS test starts from.
+final class TLSFixture {
+    let certificates: TestCertificates
+    let server: OpaquePointer
+    let client: TLSClientContext
+
+    init() throws {
+        certificates = try TestCertificates()
+        server = TLSServerPeer.context(certificates)
+        client = try TLSClientContext(caFile: certificates.authority)
+    }
+
+    deinit {
+        SSL_CTX_free(server)
+    }
+}
+
 @Suite("TLS client sessions on the proxy's loop", .offPool)
 struct TLSClientTests {
     /// Carries the records between the two until neither has more; the server's to the client
@@ -86,13 +104,10 @@ struct TLSClientTests {
 
     @Test("A request written before the handshake goes after it; the answer, its records cut into pieces from one byte up, comes back whole")
     func handshakeAndData() throws {
-        let certificates = try TestCertificates()
-        let serverContext = TLSServerPeer.context(certificates)
-        defer { SSL_CTX_free(serverContext) }
-        let context = try TLSClientContext(caFile: certificates.authority)
+        let tls = try TLSFixture()
         for split in [1, 2, 3, 7, 100, 1000, Int.max] {
-            let client = try TLSClientSession(context, serverName: "localhost")
-            let server = TLSServerPeer(serverContext)
+            let client = try TLSClientSession(tls.client, serverName: "localhost")
+            let server = TLSServerPeer(tls.server)
             client.start()
             client.write(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"))
             #expect(Self.exchange(client, server, split: split) == "GET / HTTP/1.1\r\n\r\n", "split \(split)")
@@ -108,15 +123,12 @@ struct TLSClientTests {
 
     @Test("The second session to a name resumes the first", arguments: [TLS1_2_VERSION, TLS1_3_VERSION])
     func resumption(version: Int32) throws {
-        let certificates = try TestCertificates()
-        let serverContext = TLSServerPeer.context(certificates)
-        _ = waf_ssl_ctx_set_max_version(serverContext, version)
-        defer { SSL_CTX_free(serverContext) }
-        let context = try TLSClientContext(caFile: certificates.authority)
+        let tls = try TLSFixture()
+        _ = waf_ssl_ctx_set_max_version(tls.server, version)
         var resumed: [Bool] = []
         for _ in 0..<2 {
-            let client = try TLSClientSession(context, serverName: "localhost")
-            let server = TLSServerPeer(serverContext)
+            let client = try TLSClientSession(tls.client, serverName: "localhost")
+            let server = TLSServerPeer(tls.server)
             client.start()
             _ = Self.exchange(client, server)
             // TLS 1.3 sends its ticket after the handshake, with the first data.
@@ -130,11 +142,9 @@ struct TLSClientTests {
 
     @Test("A certificate for another name, or from a CA not trusted, fails the session with the reason")
     func verification() throws {
-        let certificates = try TestCertificates()
-        let serverContext = TLSServerPeer.context(certificates)
-        defer { SSL_CTX_free(serverContext) }
-        let wrongName = try TLSClientSession(try TLSClientContext(caFile: certificates.authority), serverName: "elsewhere.example")
-        let server = TLSServerPeer(serverContext)
+        let tls = try TLSFixture()
+        let wrongName = try TLSClientSession(tls.client, serverName: "elsewhere.example")
+        let server = TLSServerPeer(tls.server)
         wrongName.start()
         _ = Self.exchange(wrongName, server)
         #expect(wrongName.status == .failed("hostname mismatch"), "\(wrongName.status)")
@@ -142,7 +152,7 @@ struct TLSClientTests {
         let other = try TestCertificates()
         let untrusted = try TLSClientSession(try TLSClientContext(caFile: other.authority), serverName: "localhost")
         untrusted.start()
-        _ = Self.exchange(untrusted, TLSServerPeer(serverContext))
+        _ = Self.exchange(untrusted, TLSServerPeer(tls.server))
         guard case .failed(let why) = untrusted.status else { Issue.record("an untrusted certificate was taken"); return }
         #expect(why.contains("certificate"), "\(why)")
         untrusted.write(ByteBuffer(string: "GET / HTTP/1.1\r\n\r\n"))
@@ -151,19 +161,16 @@ struct TLSClientTests {
 
     @Test("A session that failed its handshake and was freed leaves nothing behind to fail another on the same thread")
     func failuresStayInTheirSession() throws {
-        let certificates = try TestCertificates()
-        let serverContext = TLSServerPeer.context(certificates)
-        defer { SSL_CTX_free(serverContext) }
-        let context = try TLSClientContext(caFile: certificates.authority)
-        let healthy = try TLSClientSession(context, serverName: "localhost")
-        let server = TLSServerPeer(serverContext)
+        let tls = try TLSFixture()
+        let healthy = try TLSClientSession(tls.client, serverName: "localhost")
+        let server = TLSServerPeer(tls.server)
         healthy.start()
         _ = Self.exchange(healthy, server)
         #expect(healthy.handshakeDone)
         do {
-            let failing = try TLSClientSession(context, serverName: "elsewhere.example")
+            let failing = try TLSClientSession(tls.client, serverName: "elsewhere.example")
             failing.start()
-            _ = Self.exchange(failing, TLSServerPeer(serverContext))
+            _ = Self.exchange(failing, TLSServerPeer(tls.server))
             #expect(failing.status != .open)
         }
         server.write("still here")

@@ -175,8 +175,8 @@ let package = Package(
         .target(
             name: "WAFTokenProxy",
             dependencies: [
-                "WAFTokenCore", "WAFHTTPWire", "WAFDaemonTransport", "WAFDaemonConfiguration", "WAFProviderRegistry",
-                .product(name: "NIOSSL", package: "swift-nio-ssl"), .product(name: "Metrics", package: "swift-metrics"),
+                "WAFTokenCore", "WAFHTTPWire", "WAFDaemonTransport", "WAFDaemonConfiguration", "WAFProviderRegistry", "WAFProxyLoop",
+                .product(name: "Metrics", package: "swift-metrics"),
             ] + nio + [logging],
             swiftSettings: strict),
         // The token canary: asks the protected API with the token, and says when the web ACL no
@@ -329,7 +329,7 @@ let package = Package(
             name: "WAFTokenProxyTests",
             dependencies: [
                 "WAFTestTraits", "WAFTestSupport", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport",
-                "WAFProviderRegistry",
+                "WAFProviderRegistry", "WAFProxyLoop",
                 "WAFTokenCore",
                 "WAFTokenCoreTestKit", logging, .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

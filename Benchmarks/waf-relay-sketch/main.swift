@@ -114,6 +114,8 @@ final class Relay {
     let loop: EpollLoop
     let cookie: ByteBuffer
     let pool: LoopStreamPool
+    let upstream: SocketAddress
+    let tls: UpstreamTLS?
     var listener: LoopListener?
     /// The clients by descriptor (a socket's delegate is weak).
     var clients: [Int32: Client] = [:]
@@ -121,7 +123,9 @@ final class Relay {
     init(loop: EpollLoop, upstream: SocketAddress, token: String, tls: UpstreamTLS?) {
         self.loop = loop
         cookie = ByteBuffer(string: "Cookie: aws-waf-token=\(token)\r\n\r\n")
-        pool = LoopStreamPool(to: upstream, tls: tls, connectTimeout: 5_000_000_000, idleTimeout: 60_000_000_000, maximumIdle: 1024, on: loop)
+        self.upstream = upstream
+        self.tls = tls
+        pool = LoopStreamPool(idleTimeout: 60_000_000_000, maximumIdle: 1024, on: loop)
     }
 
     func listen(on path: String) throws {
@@ -133,7 +137,7 @@ final class Relay {
     }
 
     func connectUpstream() -> Upstream? {
-        guard let stream = try? pool.acquire().stream else { return nil }
+        guard let stream = pool.take() ?? (try? LoopStream(to: upstream, tls: tls, timeout: 5_000_000_000, on: loop)) else { return nil }
         let connection = Upstream(stream, relay: self)
         stream.delegate = connection
         return connection

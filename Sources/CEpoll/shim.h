@@ -10,3 +10,7 @@
 // an unsigned int. The flags come from Glibc's SOCK_NONBLOCK | SOCK_CLOEXEC.
 struct sockaddr;
 extern int accept4(int fd, struct sockaddr *address, unsigned int *length, int flags);
+
+// pthread_setname_np, which glibc declares only under _GNU_SOURCE; pthread_t is an unsigned long.
+// The loops' threads carry a name in `top -H` and in a core dump.
+extern int pthread_setname_np(unsigned long thread, const char *name);

@@ -27,6 +27,10 @@ public final class LoopStream: LoopSocketDelegate {
     private var connectTimer: EpollLoop.Timer?
     private var plaintext = ByteBuffer()
     public private(set) var isOpen = true
+    /// The TCP connection was made (a failure after it is not one of reaching the peer).
+    public private(set) var tcpConnected = false
+    /// The connect (or its handshake) took longer than its timeout.
+    public private(set) var timedOut = false
 
     /// Connects to `address`; with `tls`, verifies the server as `serverName` (and resumes the
     /// context's last session for it). `timeout` bounds the connect and the handshake.
@@ -43,8 +47,18 @@ public final class LoopStream: LoopSocketDelegate {
             if let hello = session.takeCiphertext() { socket.write(hello) }
         }
         connectTimer = loop.schedule(in: timeout) { [weak self] in
+            self?.timedOut = true
             self?.fail("the connection was not up within \(timeout / 1_000_000) ms")
         }
+    }
+
+    /// A plaintext stream over a connected socket (one end of a socketpair, in tests).
+    public init(connected socket: LoopSocket, on loop: EpollLoop) {
+        self.socket = socket
+        tls = nil
+        self.loop = loop
+        tcpConnected = true
+        socket.delegate = self
     }
 
     deinit {
@@ -87,6 +101,7 @@ public final class LoopStream: LoopSocketDelegate {
     private var up: Bool { tls?.handshakeDone ?? true }
 
     public func connected(_ socket: LoopSocket) {
+        tcpConnected = true
         guard tls == nil else { return }
         stopConnectTimer()
     }

@@ -2,12 +2,10 @@ import NIOCore
 
 /// The kept-alive connections of one loop to one upstream: the most recently used is taken first;
 /// one unused for `idleTimeout`, one its peer closes or writes to while it waits, is closed. One
-/// pool per loop, so no lock; the loop outlives it, as it does its sockets.
+/// pool per loop, so no lock; the loop outlives it, as it does its sockets. It makes no
+/// connection: when it has none, the caller makes one (after a lookup of its own, if need be).
 public final class LoopStreamPool: LoopStreamDelegate {
     private unowned let loop: EpollLoop
-    private let address: SocketAddress
-    private let tls: UpstreamTLS?
-    private let connectTimeout: UInt64
     private let idleTimeout: UInt64
     private let maximumIdle: Int
     /// Oldest first, each with when it came back.
@@ -16,14 +14,9 @@ public final class LoopStreamPool: LoopStreamDelegate {
     /// every reuse, would fill the loop's heap with a timeout's worth of requests.
     private var sweep: EpollLoop.Timer?
 
-    /// Timeouts in nanoseconds.
-    public init(
-        to address: SocketAddress, tls: UpstreamTLS?, connectTimeout: UInt64, idleTimeout: UInt64, maximumIdle: Int, on loop: EpollLoop
-    ) {
+    /// `idleTimeout` in nanoseconds.
+    public init(idleTimeout: UInt64, maximumIdle: Int, on loop: EpollLoop) {
         self.loop = loop
-        self.address = address
-        self.tls = tls
-        self.connectTimeout = connectTimeout
         self.idleTimeout = idleTimeout
         self.maximumIdle = maximumIdle
     }
@@ -35,14 +28,11 @@ public final class LoopStreamPool: LoopStreamDelegate {
     /// Connections waiting to be used again.
     public var idleCount: Int { idle.count }
 
-    /// A connection for a request: the one most recently given back (`reused`), or a new one under
-    /// way. The caller becomes its delegate.
-    public func acquire() throws(LoopError) -> (stream: LoopStream, reused: Bool) {
-        if let waiting = idle.popLast() {
-            waiting.stream.delegate = nil
-            return (waiting.stream, true)
-        }
-        return (try LoopStream(to: address, tls: tls, timeout: connectTimeout, on: loop), false)
+    /// The connection most recently given back, if any; the caller becomes its delegate.
+    public func take() -> LoopStream? {
+        guard let waiting = idle.popLast() else { return nil }
+        waiting.stream.delegate = nil
+        return waiting.stream
     }
 
     /// A connection that carried a whole request and answer, back to wait for the next (or

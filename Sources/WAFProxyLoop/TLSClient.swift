@@ -1,13 +1,20 @@
 import CLibSSL
 import Glibc
 import NIOCore
+import Synchronization
 
 /// What every TLS client session of a route shares: OpenSSL's context (TLS 1.2 or later, the
 /// peer verified against `caFile` or the system's roots) and the last session per server name,
-/// which a new connection offers to resume.
-public final class TLSClientContext {
+/// which a new connection offers to resume. One serves every loop of a route: OpenSSL's context
+/// is safe to share once set up, and the sessions are kept under a lock.
+public final class TLSClientContext: @unchecked Sendable {
     let context: OpaquePointer
-    var sessions: [String: OpaquePointer] = [:]
+    private let sessions = Mutex<[String: Session]>([:])
+
+    /// An `SSL_SESSION` this context holds a reference to; OpenSSL counts references atomically.
+    private struct Session: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
 
     public init(caFile: String?) throws(LoopError) {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw .tls("no context: \(Self.lastError())") }
@@ -20,8 +27,24 @@ public final class TLSClientContext {
     }
 
     deinit {
-        for session in sessions.values { SSL_SESSION_free(session) }
+        sessions.withLock { for session in $0.values { SSL_SESSION_free(session.pointer) } }
         SSL_CTX_free(context)
+    }
+
+    /// The last session kept for `name`, taken with a reference of its own (nil: none).
+    func session(for name: String) -> OpaquePointer? {
+        let found = sessions.withLock { sessions -> Session? in
+            guard let session = sessions[name] else { return nil }
+            SSL_SESSION_up_ref(session.pointer)
+            return session
+        }
+        return found?.pointer
+    }
+
+    /// `session` (whose reference it takes) is now the one to resume for `name`.
+    func keep(_ session: OpaquePointer, for name: String) {
+        let old = sessions.withLock { $0.updateValue(Session(pointer: session), forKey: name) }
+        if let old { SSL_SESSION_free(old.pointer) }
     }
 
     /// OpenSSL's last error for this thread, as text, and the queue emptied.
@@ -79,7 +102,10 @@ public final class TLSClientSession {
         self.session = session
         network = outer
         SSL_set_connect_state(session)
-        if let resumable = context.sessions[serverName] { SSL_set_session(session, resumable) }
+        if let resumable = context.session(for: serverName) {
+            SSL_set_session(session, resumable)
+            SSL_SESSION_free(resumable)
+        }
     }
 
     deinit {
@@ -209,6 +235,6 @@ public final class TLSClientSession {
         guard !stored, handshakeDone, let current = SSL_get1_session(session) else { return }
         guard SSL_SESSION_is_resumable(current) == 1 else { return SSL_SESSION_free(current) }
         stored = true
-        if let old = context.sessions.updateValue(current, forKey: serverName) { SSL_SESSION_free(old) }
+        context.keep(current, for: serverName)
     }
 }

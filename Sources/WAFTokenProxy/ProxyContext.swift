@@ -2,15 +2,15 @@ import CoreMetrics
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOSSL
 import Synchronization
 import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
+import WAFProxyLoop
 import WAFTokenCore
 
 /// What every proxied connection shares: the provider, the route in force (reloadable), the
-/// upstream connection pools, metrics and the status board.
+/// upstream lookups, metrics and the status board.
 final class ProxyContext: ConnectionGuardContext {
     typealias Route = ProxyRoute
 
@@ -27,29 +27,30 @@ final class ProxyContext: ConnectionGuardContext {
     let logger: Logger
     /// What the proxy's connections may keep of their peers' bytes (TENANT-12).
     let budget: MemoryBudget
-    let pools: UpstreamPools
+    /// Host-name lookups of new upstream connections; the proxy's stop ends them (issue 36).
+    let resolver: UpstreamResolver
+    /// A test's scripted upstream in place of TCP.
+    let connector: UpstreamPool.Connector?
     private let current: NIOLockedValueBox<Route>
     let shuttingDown = Atomic<Bool>(false)
-    /// Token answers reach the proxy's loops through it (see `LoopGate`).
-    let loopGate: LoopGate
     /// This proxy's metrics, kept rather than looked up per request.
     let requestCounters: [CoreMetrics.Counter]
     let upstreamTimer: CoreMetrics.Timer
 
     init(
-        entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, group: any EventLoopGroup, loopGate: LoopGate,
-        metrics: any ProxyMetrics, logger: Logger, budget: MemoryBudget = MemoryBudget(total: 16 << 20),
-        connector: UpstreamPools.Connector? = nil, resolver: UpstreamResolver = UpstreamResolver()
+        entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics, logger: Logger,
+        budget: MemoryBudget = MemoryBudget(total: 16 << 20), connector: UpstreamPool.Connector? = nil,
+        resolver: UpstreamResolver = UpstreamResolver()
     ) throws(ProxyFailure) {
         self.entry = entry
         self.budget = budget
-        self.loopGate = loopGate
         self.metrics = metrics
         self.logger = logger
         requestCounters = metrics.proxyRequestCounters(provider: entry.name)
         upstreamTimer = metrics.upstreamTimer(provider: entry.name)
         current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1))
-        pools = UpstreamPools(group: group, connector: connector, resolver: resolver)
+        self.resolver = resolver
+        self.connector = connector
     }
 
     var route: Route { current.withLockedValue { $0 } }
@@ -67,12 +68,10 @@ final class ProxyContext: ConnectionGuardContext {
     }
 
     private static func route(_ settings: ProxySettings, connection: ConnectionSettings, generation: Int) throws(ProxyFailure) -> Route {
-        var tls: NIOSSLContext?
+        var tls: TLSClientContext?
         if settings.upstream.secure {
             do {
-                var configuration = TLSConfiguration.makeClientConfiguration()
-                if let caFile = settings.caFile { configuration.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) }
-                tls = try NIOSSLContext(configuration: configuration)
+                tls = try TLSClientContext(caFile: settings.caFile)
             } catch {
                 throw .settings("proxy.upstream: cannot set up TLS: \(error)")
             }
@@ -89,16 +88,17 @@ final class ProxyContext: ConnectionGuardContext {
         provider.cachedToken(for: route.settings.identity)?.token.value
     }
 
-    /// Calls `completion` on `eventLoop` with a first token of `route`, or with nil after `timeout`.
-    func waitForToken(for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
-        awaitToken(for: route, timeout: timeout, on: eventLoop, completion) { self.provider.onTokenReady($0) }
+    /// Calls `completion` on `loop` with a first token of `route`, or with nil after `timeout`
+    /// (nanoseconds). Called on `loop`.
+    func waitForToken(for route: Route, timeout: UInt64, on loop: EpollLoop, _ completion: @escaping (String?) -> Void) {
+        awaitToken(for: route, timeout: timeout, on: loop, completion) { self.provider.onTokenReady($0) }
     }
 
-    /// Asks for a new token (RET-8: joining a fetch in flight) and calls `completion` on `eventLoop`
+    /// Asks for a new token (RET-8: joining a fetch in flight) and calls `completion` on `loop`
     /// with the route's token then, or with nil when it fails or `timeout` passes first. A forced
     /// fetch at most once per `refresh.minForcedIntervalSec` (TENANT-4): inside it, nil at once.
-    func refreshToken(for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void) {
-        awaitToken(for: route, timeout: timeout, on: eventLoop, completion) { callback in
+    func refreshToken(for route: Route, timeout: UInt64, on loop: EpollLoop, _ completion: @escaping (String?) -> Void) {
+        awaitToken(for: route, timeout: timeout, on: loop, completion) { callback in
             let (decision, wait) = self.entry.forcedRefresh.request(self.provider, callback)
             if decision.isLimited { callback(nil, nil) }
             return wait
@@ -106,23 +106,25 @@ final class ProxyContext: ConnectionGuardContext {
     }
 
     private func awaitToken(
-        for route: Route, timeout: TimeAmount, on eventLoop: any EventLoop, _ completion: @escaping @Sendable (String?) -> Void,
+        for route: Route, timeout: UInt64, on loop: EpollLoop, _ completion: @escaping (String?) -> Void,
         _ ask: (@escaping WAFTokenResultCallback) -> WAFTokenWait?
     ) {
         let answered = Once()
         let wait = NIOLockedValueBox<WAFTokenWait?>(nil)
-        let timer = eventLoop.scheduleTask(in: timeout) {
+        let timer = loop.schedule(in: timeout) {
             guard answered.claim() else { return }
             // Forgotten by the provider at once, not held until RET-3 while fetches fail (TENANT-12).
             wait.withLockedValue { $0 }?.cancel()
             completion(nil)
         }
-        let made = ask { [loopGate] token, _ in
-            loopGate.execute(on: eventLoop) {
+        let bound = LoopBound(completion, on: loop)
+        // After the proxy's stop, `execute` drops the answer: nothing waits for it then.
+        let made = ask { token, _ in
+            loop.execute {
                 guard answered.claim() else { return }
-                timer.cancel()
+                loop.cancel(timer)
                 // The route's token, not the callback's: a reload may have switched the identity.
-                completion(token == nil ? nil : self.token(for: route))
+                bound.value(token == nil ? nil : self.token(for: route))
             }
         }
         wait.withLockedValue { $0 = made }

@@ -7,25 +7,47 @@ import WAFTestTraits
 
 @Suite("The proxy loop's upstream pool", .offPool)
 struct LoopStreamPoolTests {
+    /// A pool and the address its new connections go to, as the proxy uses them.
+    final class Pool {
+        let pool: LoopStreamPool
+        let address: SocketAddress
+        let loop: EpollLoop
+
+        init(_ pool: LoopStreamPool, address: SocketAddress, loop: EpollLoop) {
+            self.pool = pool
+            self.address = address
+            self.loop = loop
+        }
+
+        /// The pool's most recent connection (reused), or a new one.
+        func acquire() throws -> (LoopStream, Bool) {
+            if let stream = pool.take() { return (stream, true) }
+            return (try LoopStream(to: address, tls: nil, timeout: 10_000_000_000, on: loop), false)
+        }
+
+        func release(_ stream: LoopStream) { pool.release(stream) }
+        var idleCount: Int { pool.idleCount }
+    }
+
     /// A pool to a plain server on the loop that answers "ok" to anything.
     static func pool(
         _ loop: EpollLoop, idleTimeout: UInt64 = 10_000_000_000, maximumIdle: Int = 4, closing: Bool = false
     ) throws
-        -> OnLoop<LoopStreamPool>
+        -> OnLoop<Pool>
     {
         try onLoop(loop) {
             let server = LoopServer(tls: nil) { _ in "ok" }
             server.closesAfterAnswer = closing
             let port = try server.start(on: loop)
             return OnLoop(
-                value: LoopStreamPool(
-                    to: try SocketAddress(ipAddress: "127.0.0.1", port: port), tls: nil, connectTimeout: 10_000_000_000,
-                    idleTimeout: idleTimeout, maximumIdle: maximumIdle, on: loop))
+                value: Pool(
+                    LoopStreamPool(idleTimeout: idleTimeout, maximumIdle: maximumIdle, on: loop),
+                    address: try SocketAddress(ipAddress: "127.0.0.1", port: port), loop: loop))
         }
     }
 
     /// One exchange on a connection of the pool: written, answered, given back. Whether it was reused.
-    static func exchange(_ loop: EpollLoop, _ pool: OnLoop<LoopStreamPool>) throws -> Bool {
+    static func exchange(_ loop: EpollLoop, _ pool: OnLoop<Pool>) throws -> Bool {
         let recorder = StreamRecorder()
         let reused = try onLoop(loop) {
             let (stream, reused) = try pool.value.acquire()

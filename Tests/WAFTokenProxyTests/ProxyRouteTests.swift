@@ -28,12 +28,12 @@ struct ProxyRouteTests {
     static let first = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
     static let second = "https://fedcba987654.us-east-1.sdk.awswaf.com/fedcba987654/fedcba987654/"
 
-    static func settings(_ url: String, upstream: String) throws -> ProxySettings {
+    static func settings(_ url: String, upstream: String, extra: [String: String] = [:]) throws -> ProxySettings {
         let configuration = try ConfigurationLoader.load(
             ConfigurationSources(
                 commandLine: [
                     "applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": "/run/p.sock", "proxy.upstream": upstream,
-                ], file: "/dev/null")
+                ].merging(extra) { $1 }, file: "/dev/null")
         ).get()
         return try #require(ProxySettings(configuration))
     }
@@ -48,13 +48,11 @@ struct ProxyRouteTests {
             options: .init(jitter: false, logger: quiet))
         scheduler.runUntilIdle()
         let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        defer { try? group.syncShutdownGracefully() }
         let context = try ProxyContext(
             entry: ProviderEntry(name: "default", provider: provider, access: policy),
             settings: Self.settings(Self.first, upstream: "https://old.example.com/"),
             connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),
-            group: group, loopGate: LoopGate(), metrics: NoMetrics(), logger: quiet)
+            metrics: NoMetrics(), logger: quiet)
         let old = context.route
         #expect(context.token(for: old) == "token-1")
         provider.reconfigure(

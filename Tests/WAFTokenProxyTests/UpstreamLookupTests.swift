@@ -1,7 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOPosix
 import Testing
 import WAFTestSupport
 import WAFTestTraits
@@ -11,6 +10,7 @@ import WAFTokenCoreTestKit
 @testable import WAFDaemonConfiguration
 @testable import WAFDaemonTransport
 @testable import WAFProviderRegistry
+@testable import WAFProxyLoop
 @testable import WAFTokenProxy
 
 #if canImport(Glibc)
@@ -80,26 +80,29 @@ struct UpstreamLookupTests {
         #expect(lookups.started == 1, "the lookups queued behind the one under way never ran (\(lookups.started) ran)")
     }
 
-    @Test("One getaddrinfo answers a connect's AAAA and A queries; one the connect no longer wants is never run; after the stop none begins")
-    func oneLookupPerConnect() async throws {
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
-        let lookups = SlowLookups(delay: .milliseconds(200))
+    @Test("A lookup answers on its loop with what the name server said; after the stop none begins, and a late one fails at once")
+    func lookupAnswersOnItsLoop() async throws {
+        let thread = try LoopThread(name: "lookup-test")
+        defer { thread.stopAndJoin() }
+        let loop = thread.loop
+        let lookups = SlowLookups(delay: .milliseconds(50))
         let resolver = UpstreamResolver(lookUp: lookups.lookUp)
-        let loop = group.next()
-        let first = resolver.query(on: loop)
-        let (v6, v4) = (first.initiateAAAAQuery(host: "a.example.com", port: 443), first.initiateAQuery(host: "a.example.com", port: 443))
-        let second = resolver.query(on: loop)
-        _ = second.initiateAAAAQuery(host: "b.example.com", port: 443)
-        try await loop.submit { second.cancelQueries() }.get()
-        let (found4, found6) = (try await v4.get(), try await v6.get())
-        #expect(found4.count == 1 && found6.isEmpty, "the A answer has the address, the AAAA answer none")
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(lookups.started == 1, "the cancelled lookup never ran")
+        let answers = NIOLockedValueBox<[String]>([])
+        func lookUp(_ host: String) {
+            loop.execute {
+                resolver.lookUp(host, port: 443, on: loop) { answer in
+                    let onLoop = loop.inLoop
+                    answers.withLockedValue { $0.append("\(host) \((try? answer.get())?.count ?? -1) \(onLoop)") }
+                }
+            }
+        }
+        lookUp("a.example.com")
+        #expect(await eventually { answers.withLockedValue { $0 } == ["a.example.com 1 true"] }, "\(answers.withLockedValue { $0 })")
         resolver.stop()
-        let late = resolver.query(on: loop).initiateAQuery(host: "c.example.com", port: 443)
-        await #expect(throws: (any Error).self) { try await late.get() }
+        lookUp("b.example.com")
+        #expect(await eventually { answers.withLockedValue { $0.count } == 2 })
+        #expect(answers.withLockedValue { $0.last } == "b.example.com -1 true", "a lookup after the stop fails on its loop")
         #expect(lookups.started == 1, "no lookup begins after the stop")
-        try await group.shutdownGracefully()
     }
 
     @Test("An upstream given as an address is connected to without a lookup: nothing of a connect runs off its loop")

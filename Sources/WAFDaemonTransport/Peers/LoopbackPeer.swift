@@ -11,8 +11,16 @@ import Glibc
 /// group list check then works as on the Unix socket). No owner found: no credentials, refused.
 package enum LoopbackPeer {
     package static let source = PeerCredentialsSource { channel in
-        guard let peer = channel.remoteAddress, let local = channel.localAddress, let uid = owner(client: peer, server: local) else { return nil }
-        return channel.eventLoop.makeSucceededFuture(SocketPeerCredentials(pid: 0, uid: uid, gid: primaryGroup(of: uid) ?? .max))
+        guard let peer = channel.remoteAddress, let local = channel.localAddress, let found = credentials(client: peer, server: local) else {
+            return nil
+        }
+        return channel.eventLoop.makeSucceededFuture(found)
+    }
+
+    /// The credentials of the client at `client` connected to `server` (nil: no owner found).
+    package static func credentials(client: SocketAddress, server: SocketAddress) -> SocketPeerCredentials? {
+        guard let uid = owner(client: client, server: server) else { return nil }
+        return SocketPeerCredentials(pid: 0, uid: uid, gid: primaryGroup(of: uid) ?? .max)
     }
 
     /// The uid owning the established socket whose local end is `client` and remote end `server`.

@@ -27,23 +27,23 @@ final class ProxyExchange {
     var bodyLeft = 0
     /// Where a chunked body is.
     var chunks = ChunkedScanner()
-    var upstream: UpstreamConnection?
+    var upstream: ProxyUpstream?
     var sentToken: String?
     /// A challenge's answer, while the machine holds it.
     var held: Answer?
-    var sentAt = NIODeadline.now()
+    /// When it went upstream (`EpollLoop.now`), for the upstream timer.
+    var sentAt: UInt64 = 0
     /// The memory budget's bytes for the body kept: given back when the body goes, or with the exchange.
     let holding: MemoryBudget.Holding
 
     init(
-        route: ProxyContext.Route, head: HTTPHead, target: String, framing: HTTPFraming, allocator: ByteBufferAllocator,
-        holding: MemoryBudget.Holding
+        route: ProxyContext.Route, head: HTTPHead, target: String, framing: HTTPFraming, holding: MemoryBudget.Holding
     ) {
         self.holding = holding
         self.route = route
         self.head = head
         self.target = target
-        body = allocator.buffer(capacity: 0)
+        body = ByteBuffer()
         if case .length(let length) = framing { bodyLeft = length }
     }
 
@@ -57,12 +57,10 @@ final class ProxyExchange {
         holding.releaseAll()
     }
 
-    /// Closes the upstream connection, which the request can no longer use.
+    /// Closes the upstream connection, which the request can no longer use; no report of it
+    /// reaches the request after.
     func dropUpstream() {
-        // The delegate goes first: no report of a connection the machine let go may reach it.
-        guard let upstream else { return }
-        upstream.handler.delegate = nil
-        upstream.channel.close(promise: nil)
-        self.upstream = nil
+        upstream?.close()
+        upstream = nil
     }
 }

@@ -102,7 +102,7 @@ package actor ProxyController {
             guard let running = server else { return Retired(server: nil) }
             let old = running.context.route.settings
             running.context.install(route)
-            if old.upstream != settings.upstream { running.context.pools.closeIdle() }
+            if old.upstream != settings.upstream { running.closeIdle() }
             if old.mode != settings.mode, case .unix(let path) = settings.listen, !SocketFile.setMode(path, settings.mode) {
                 logger.warning("proxy.mode: cannot set mode 0\(String(settings.mode, radix: 8)) on \(path); it keeps its mode until the next start")
             }

@@ -1,81 +1,137 @@
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
+import WAFProxyLoop
 import WAFTokenCore
 
-/// The token-injecting proxy on one listening address: each connection gets the socket API's
-/// guard (peer check, timeouts), then a `ProxyHandler`, which reads and relays HTTP itself and
-/// keeps its own backpressure both ways (NIO's `BackPressureHandler` in front of it only cost a
-/// pipeline step per event: 3-5% of the proxy's CPU).
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The token-injecting proxy on one listening address: `proxy.threads` loops of its own
+/// (`WAFProxyLoop`: epoll, as nginx's workers), each accepting from the one listening socket and
+/// serving what it accepted with its own upstream pool, so that a request never crosses threads.
+/// Each connection is a `ProxyConnection`, its own guard and the driver of its machine.
 final class ProxyServer: Sendable {
     let context: ProxyContext
     let settings: ProxySettings
-    private let listener: Listener
+    private let threads: [LoopThread]
+    private let workers: [LoopBound<ProxyWorker>]
+    private let open = OpenConnections()
+    private struct Bound {
+        var descriptor: Int32 = -1
+        /// The path was created here and is removed on stop; an inherited socket is not.
+        var ownedPath: String?
+        var port: Int?
+    }
+    private let bound = NIOLockedValueBox(Bound())
 
     init(
         entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics, budget: MemoryBudget,
-        logger: Logger, resolver: UpstreamResolver = UpstreamResolver()
+        logger: Logger, resolver: UpstreamResolver = UpstreamResolver(), connector: UpstreamPool.Connector? = nil
     ) throws(ProxyFailure) {
-        let gate = LoopGate()
-        let listener = Listener(name: "proxy", threads: settings.threads, gate: gate, logger: logger)
         self.settings = settings
+        context = try ProxyContext(
+            entry: entry, settings: settings, connection: connection, metrics: metrics, logger: logger, budget: budget, connector: connector,
+            resolver: resolver)
+        var threads: [LoopThread] = []
         do {
-            context = try ProxyContext(
-                entry: entry, settings: settings, connection: connection, group: listener.eventLoops, loopGate: gate, metrics: metrics,
-                logger: logger, budget: budget, resolver: resolver)
+            for index in 0..<max(1, settings.threads) { threads.append(try LoopThread(name: "waf-proxy-\(index)")) }
         } catch {
-            // Its threads would outlive it: a reload refused for a bad CA file leaks none.
-            listener.discard()
-            throw error
+            for thread in threads { thread.stopAndJoin() }
+            throw .listener(ListenerFailure("cannot start the proxy's threads: \(error)"))
         }
-        self.listener = listener
+        let peers: PeerSource = if case .unix = settings.listen { .unixSocket } else { .loopback }
+        self.threads = threads
+        workers = threads.map { [context, open] thread in
+            LoopBound(ProxyWorker(loop: thread.loop, proxy: context, peers: peers, open: open), on: thread.loop)
+        }
     }
 
     /// Starts serving: on `inherited` when the service manager passed the listening socket; not
     /// `accepting`, bound only until `startAccepting()`.
     func start(inherited: CInt? = nil, accepting: Bool = true) async throws(ProxyFailure) {
-        let peer: PeerCredentialsSource = if case .unix = settings.listen { .socket } else { LoopbackPeer.source }
-        let address = inherited.map { .inherited($0) } ?? settings.listen.listenerAddress(mode: settings.mode)
-        do {
-            try await listener.start(address, accepting: accepting) { [context] channel in
-                try Self.configure(channel, proxy: context, peer: peer)
+        var made = Bound()
+        if let inherited {
+            made.descriptor = inherited
+        } else {
+            do {
+                switch settings.listen {
+                case .unix(let path):
+                    try await SocketFile.prepare(path)
+                    made.descriptor = try LoopListener.bind(try SocketAddress(unixDomainSocketPath: path))
+                    made.ownedPath = path
+                    guard SocketFile.setMode(path, settings.mode) else {
+                        let reason = String(cString: strerror(errno))
+                        close(made.descriptor)
+                        unlink(path)
+                        throw ListenerFailure("cannot set mode 0\(String(settings.mode, radix: 8)) on \(path): \(reason)")
+                    }
+                case .loopback(let host, let port):
+                    made.descriptor = try LoopListener.bind(try SocketAddress.makeAddressResolvingHost(host, port: port))
+                }
+            } catch let failure as ListenerFailure {
+                throw .listener(failure)
+            } catch {
+                throw .listener(ListenerFailure("cannot bind \(settings.listen): \(error)"))
             }
-        } catch {
-            throw .listener(error)
         }
+        made.port = LoopListener.port(of: made.descriptor)
+        bound.withLockedValue { $0 = made }
+        if accepting { startAccepting() }
     }
 
-    func startAccepting() { listener.startAccepting() }
+    /// A server bound with `accepting: false` takes its connections from now on: each loop
+    /// watches its own descriptor of the listening socket.
+    func startAccepting() {
+        let descriptor = bound.withLockedValue { $0.descriptor }
+        guard descriptor >= 0 else { return }
+        for worker in workers {
+            let own = dup(descriptor)
+            worker.loop.execute {
+                do {
+                    try worker.value.listen(on: own)
+                } catch {
+                    close(own)
+                    worker.value.proxy.logger.error("proxy: cannot accept connections on a loop: \(error)")
+                }
+            }
+        }
+    }
 
     /// Where it listens as bound (a loopback port 0 becomes the port the system chose).
     var address: String {
-        guard case .loopback(let host, _) = settings.listen, let port = listener.localAddress?.port else { return settings.listen.description }
+        guard case .loopback(let host, _) = settings.listen, let port = bound.withLockedValue({ $0.port }) else { return settings.listen.description }
         return ListenAddress.loopback(host: host, port: port).description
     }
 
-    func stop(grace: Duration) async {
-        context.shuttingDown.store(true, ordering: .relaxed)
-        // Idle upstream connections go now, while their loops run; those that requests in flight
-        // give back later close with the loops.
-        context.pools.closeIdle()
-        // Host-name lookups not answered yet fail while the loops still run (issue 36).
-        await listener.stop(grace: grace) { [resolver = context.pools.resolver] in resolver.stop() }
+    /// Closes every idle upstream connection (the upstream changed).
+    func closeIdle() {
+        for worker in workers { worker.loop.execute { worker.value.pool.closeIdle() } }
     }
 
-    static func configure(_ channel: any Channel, proxy: ProxyContext, peer: PeerCredentialsSource) throws {
-        if let options = channel.syncOptions {
-            try options.setOption(.recvAllocator, value: ProxyBuffers.readSizes)
-            // NIO keeps a read buffer per read it may make in one go (4 by default): one is enough
-            // for a request and its answer, and costs a quarter of the memory per connection.
-            try options.setOption(.maxMessagesPerRead, value: 1)
-            try options.setOption(.writeBufferWaterMark, value: ProxyBuffers.pendingWrites)
+    /// Stops accepting, lets the requests in flight finish within `grace`, then closes the rest
+    /// and ends the loops. Host-name lookups not answered yet fail while the loops still run
+    /// (issue 36).
+    func stop(grace: Duration) async {
+        context.shuttingDown.store(true, ordering: .relaxed)
+        let deadline = EpollLoop.now &+ UInt64(max(0, TimeAmount(grace).nanoseconds))
+        for worker in workers { worker.loop.execute { worker.value.stopBegan(deadline: deadline) } }
+        let (descriptor, ownedPath) = bound.withLockedValue { bound in
+            defer { bound.descriptor = -1 }
+            return (bound.descriptor, bound.ownedPath)
         }
-        let pipeline = channel.pipeline.syncOperations
-        let connection = ConnectionState()
-        try pipeline.addHandler(ConnectionGuardHandler(owner: proxy, connection: connection, peer: peer))
-        try pipeline.addHandler(ProxyHandler(proxy: proxy, connection: connection))
+        if descriptor >= 0 { close(descriptor) }
+        if let ownedPath { unlink(ownedPath) }
+        while open.count.load(ordering: .relaxed) > 0, EpollLoop.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        for worker in workers { worker.loop.execute { worker.value.closeAll() } }
+        context.resolver.stop()
+        for thread in threads { thread.stopAndJoin() }
     }
 }
 

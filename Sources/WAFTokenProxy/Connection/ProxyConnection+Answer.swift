@@ -2,6 +2,7 @@ import NIOCore
 import NIOHTTP1
 import WAFDaemonTransport
 import WAFHTTPWire
+import WAFProxyLoop
 import WAFTokenCore
 
 #if canImport(FoundationEssentials)
@@ -12,12 +13,11 @@ import Foundation
 
 /// What the client gets: the upstream's answer, a replay's after a challenge, or an error of the
 /// proxy's own.
-extension ProxyHandler {
+extension ProxyConnection {
     // MARK: Challenges
 
     /// A challenge's whole answer is held (`exchange.held`): passed on, replayed, or a refresh first.
     func challenged(_ exchange: ProxyExchange) {
-        guard let context else { return }
         let current = proxy.token(for: exchange.route)
         switch machine.challenged(sentToken: exchange.sentToken, currentToken: current, mayKeep: mayKeepConnection) {
         case .passOn(let ending):
@@ -25,13 +25,12 @@ extension ProxyHandler {
         case .replay(let token):
             replay(exchange, with: token)
         case .refresh:
-            let waiting = NIOLoopBound((self, exchange), eventLoop: context.eventLoop)
-            let timeout = TimeAmount(max(exchange.route.settings.tokenWait, .seconds(1)))
-            proxy.refreshToken(for: exchange.route, timeout: timeout, on: context.eventLoop) { token in
-                let (handler, exchange) = waiting.value
-                switch handler.machine.refreshed(token, sentToken: exchange.sentToken, for: exchange, mayKeep: handler.mayKeepConnection) {
-                case .replay(let token): handler.replay(exchange, with: token)
-                case .passOn(let ending): handler.passOn(exchange, ending)
+            let timeout = Self.nanoseconds(TimeAmount(max(exchange.route.settings.tokenWait, .seconds(1))))
+            proxy.refreshToken(for: exchange.route, timeout: timeout, on: loop) { [self] token in
+                defer { settle() }
+                switch machine.refreshed(token, sentToken: exchange.sentToken, for: exchange, mayKeep: mayKeepConnection) {
+                case .replay(let token): replay(exchange, with: token)
+                case .passOn(let ending): passOn(exchange, ending)
                 case .refresh: preconditionFailure("a refresh after a refresh")
                 case nil: return
                 }
@@ -52,13 +51,14 @@ extension ProxyHandler {
         exchange.held = nil
         if ending.tellGuard { tellGuard() }
         sendHead(answer.head, answer.framing, answer.clientFraming, keepAlive: ending.keepAlive)
-        if answer.body.readableBytes > 0 { context?.write(wrapOutboundOut(answer.body), promise: nil) }
+        if answer.body.readableBytes > 0 { socket.write(answer.body) }
         finish(ending)
     }
 
     // MARK: Failures
 
     func upstreamTimedOut() {
+        defer { settle() }
         // Every end of a wait on the upstream stops the timer; should one be missed, a timer that
         // fires with no upstream waited on must find nothing to fail, not trap.
         guard machine.waitsOnUpstream else { return }
@@ -101,24 +101,23 @@ extension ProxyHandler {
     /// An answer of the proxy's own, an error of the catalog, to the request `ending` ended.
     /// `headOnly`: it answers a HEAD (when not given, the request says).
     func answerError(_ error: DaemonError, _ ending: ProxyConnectionMachine<ProxyExchange>.Ending, headOnly: Bool? = nil) {
-        guard let context else { return }
+        guard isOpen else { return }
         if ending.tellGuard { tellGuard() }
         let reply = error.reply
         count(reply.status)
         // A HEAD gets the head alone: a body after it would be read as the next answer.
         let headOnly = headOnly ?? (ending.request?.head.isHead == true)
-        context.write(
-            wrapOutboundOut(reply.encoded(keepAlive: ending.keepAlive, headOnly: headOnly, allocator: context.channel.allocator)), promise: nil)
+        socket.write(reply.encoded(keepAlive: ending.keepAlive, headOnly: headOnly, allocator: ByteBufferAllocator()))
         finish(ending)
     }
 
     /// The upstream's answer head (or a held one) to the client, framed as `clientFraming` says.
     func sendHead(_ head: HTTPHead, _ framing: HTTPFraming, _ clientFraming: ProxyRules.ClientFraming, keepAlive: Bool) {
-        guard let context else { return }
         count(HTTPResponseStatus(statusCode: head.status))
-        var bytes = context.channel.allocator.buffer(capacity: head.bytes.readableBytes + 128)
+        var bytes = ByteBuffer()
+        bytes.reserveCapacity(head.bytes.readableBytes + 128)
         ProxyRules.writeClientHead(head, framing: framing, clientFraming: clientFraming, keepAlive: keepAlive, into: &bytes)
-        context.write(wrapOutboundOut(bytes), promise: nil)
+        socket.write(bytes)
     }
 
     /// What the machine cannot know by itself: whether the daemon stops, and whether a reload
@@ -133,29 +132,19 @@ extension ProxyHandler {
     }
 
     func armStallTimer(_ exchange: ProxyExchange) {
-        guard let eventLoop = context?.eventLoop else { return }
-        stall.move(to: eventLoop.now + TimeAmount(exchange.route.settings.upstreamTimeout), on: eventLoop, expired: { [self] in upstreamTimedOut() })
+        stall.move(in: Self.nanoseconds(TimeAmount(exchange.route.settings.upstreamTimeout)))
     }
 
     func stopStallTimer() {
-        stall.disarm()
+        stall.move(to: UInt64?.none)
     }
 
     /// The answer is complete (the machine has moved on): the next request, or the connection's end.
     func finish(_ ending: ProxyConnectionMachine<ProxyExchange>.Ending) {
         ending.request?.end()
-        guard let context else { return }
-        // Written out before the guard hears of the end: on a graceful stop it closes at once.
-        guard ending.keepAlive else {
-            let written = context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(capacity: 0)))
-            context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: false), promise: nil)
-            written.assumeIsolated().whenComplete { _ in context.close(promise: nil) }
-            return
-        }
-        context.flush()
-        let pending = (received?.readableBytes ?? 0) > 0
-        context.triggerUserOutboundEvent(ConnectionEvent.responseFinished(partialRequestPending: pending), promise: nil)
-        resumeClientReads()
+        guard isOpen else { return }
+        guard ending.keepAlive else { return closeCleanly() }
+        responseFinished(partialRequestPending: (received?.readableBytes ?? 0) > 0)
         process()
     }
 
@@ -164,6 +153,6 @@ extension ProxyHandler {
     func closeClient(_ exchange: ProxyExchange) {
         stopStallTimer()
         exchange.end()
-        context?.close(promise: nil)
+        ended()
     }
 }

@@ -2,53 +2,64 @@ import NIOCore
 import NIOHTTP1
 import WAFDaemonTransport
 import WAFHTTPWire
+import WAFProxyLoop
 import WAFTokenCore
 
-/// One client connection of the proxy, on raw bytes, and the driver of its
+/// One client connection of the proxy, on its loop, and the driver of its
 /// `ProxyConnectionMachine`: the machine decides, this performs. Each request head is checked strictly
 /// (`HTTPHeadParser`, `HTTPFraming`: nothing a server could read differently gets through), sent
 /// to the configured upstream as it came with the token added (`ProxyRules` decide what goes and
 /// what a challenge leads to), and its answer relayed as it arrives. No HTTP codec decodes and
-/// re-encodes it on either side: that was most of the proxy's time (docs/performance.md, "The proxy in detail").
-/// Reads on each side follow the other side's writability, so a slow client or upstream makes the
-/// proxy wait, not buffer.
-final class ProxyHandler: ChannelDuplexHandler {
-    typealias InboundIn = ByteBuffer
-    typealias OutboundIn = ByteBuffer
-    typealias OutboundOut = ByteBuffer
-
+/// re-encodes it on either side, and no channel pipeline carries it: both were most of the
+/// proxy's time (docs/performance.md, "The proxy in detail"). Reads on each side follow the other
+/// side's queue, so a slow client or upstream makes the proxy wait, not buffer. The connection's
+/// guard (who the peer is, its limits and timeouts, a clean close) is in `ProxyConnection+Guard`.
+final class ProxyConnection: LoopSocketDelegate {
     let proxy: ProxyContext
-    private let connection: ConnectionState
-    var context: ChannelHandlerContext?
+    unowned let worker: ProxyWorker
+    let socket: LoopSocket
+    let connection = ConnectionState()
     /// Every decision about the connection, and its request in progress.
     var machine = ProxyConnectionMachine<ProxyExchange>()
     /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
-    let stall = MovingTimeout()
-    private var clientReadPending = false
+    private(set) lazy var stall = LoopTimeout(on: worker.loop) { [weak self] in self?.upstreamTimedOut() }
+    /// The guard's idle, request or linger timeout, whichever its phase runs.
+    private(set) lazy var timeout = LoopTimeout(on: worker.loop) { [weak self] in self?.timedOut() }
+    var phase = GuardPhase.idle
+    /// After a stop began (nil before), until when a kept-alive connection between requests may
+    /// still send one; once it began, a connection closes when its answer is done.
+    var drainUntil: UInt64?
+    /// Whom the listener's limits counted this connection for, and in which bucket.
+    var admitted: (peer: ListenerLimits.Peer, allowed: Bool)?
     /// Bytes from the client not yet taken: a head arriving, body, or the next requests.
     var received: ByteBuffer?
     /// How far the head arriving has been looked through.
     private var headScanned = 0
     private var processing = false
+    /// Once closed (by either side): nothing more happens on it.
+    private(set) var isOpen = true
 
-    init(proxy: ProxyContext, connection: ConnectionState) {
+    var loop: EpollLoop { worker.loop }
+
+    init(_ socket: LoopSocket, proxy: ProxyContext, worker: ProxyWorker) {
+        self.socket = socket
         self.proxy = proxy
-        self.connection = connection
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        self.context = context
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        self.context = nil
+        self.worker = worker
+        socket.delegate = self
     }
 
     // MARK: The client's requests
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
+        // Read and dropped while lingering: unread, it would turn the close into a reset the
+        // client cannot tell from a request that failed midway.
+        guard phase != .lingering else { return }
+        if phase == .idle {
+            phase = .receiving
+            armTimer()
+        }
         guard !machine.isClosed else { return }
-        var bytes = unwrapInboundIn(data)
+        var bytes = bytes
         if var held = received, held.readableBytes > 0 {
             received = nil
             held.writeBuffer(&bytes)
@@ -57,11 +68,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             received = bytes
         }
         process()
-    }
-
-    func channelReadComplete(context: ChannelHandlerContext) {
-        machine.request?.upstream?.handler.flush()
-        context.fireChannelReadComplete()
+        settle()
     }
 
     /// Takes what arrived: the next request's head, the body of the one in progress; requests
@@ -118,7 +125,6 @@ final class ProxyHandler: ChannelDuplexHandler {
     }
 
     private func begin(_ head: HTTPHead, _ framing: HTTPFraming) {
-        guard let context else { return }
         // One route for the decision and the request: a reload between two reads could let the
         // peer in under the old lists and send it on the new identity's route.
         let route = proxy.route
@@ -135,7 +141,7 @@ final class ProxyHandler: ChannelDuplexHandler {
         }
         let replayLimit = route.settings.replayBufferBytes
         let exchange = ProxyExchange(
-            route: route, head: head, target: target, framing: framing, allocator: context.channel.allocator,
+            route: route, head: head, target: target, framing: framing,
             holding: MemoryBudget.Holding(proxy.budget, uid: connection.peer?.uid ?? .max))
         let begin = machine.requestBegan(
             exchange, framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
@@ -146,9 +152,7 @@ final class ProxyHandler: ChannelDuplexHandler {
             dispatch(exchange)
         case .readBody(let sendContinue), .dispatchAndStream(let sendContinue):
             // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
-            if sendContinue {
-                context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")), promise: nil)
-            }
+            if sendContinue { socket.write(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")) }
             if case .dispatchAndStream = begin { dispatch(exchange) }
         }
     }
@@ -160,7 +164,7 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     /// The guard hears that the request is being served: its request timeout stops.
     func tellGuard() {
-        context?.triggerUserOutboundEvent(ConnectionEvent.requestStarted, promise: nil)
+        requestStarted()
     }
 
     /// Whether the peer may use the proxy under the lists in force, decided again after a reload.
@@ -222,22 +226,25 @@ final class ProxyHandler: ChannelDuplexHandler {
             dispatch(exchange)
         case .endUpstreamBody(let chunked):
             guard let upstream = exchange.upstream else { return }
-            if chunked { upstream.handler.send(upstream.channel.allocator.buffer(staticString: "0\r\n\r\n")) }
-            upstream.handler.flush()
+            if chunked { upstream.send(ByteBuffer(staticString: "0\r\n\r\n")) }
+            upstream.flush()
         case .wait:
             break
         }
     }
 
     /// Body bytes to the upstream as its request is framed: as they are, or as a chunk.
-    func send(_ piece: ByteBuffer, to upstream: UpstreamConnection, framing: ProxyRules.Framing) {
-        guard framing == .chunked else { return upstream.handler.send(piece) }
-        var chunk = upstream.channel.allocator.buffer(capacity: piece.readableBytes + 24)
+    func send(_ piece: ByteBuffer, to upstream: ProxyUpstream, framing: ProxyRules.Framing) {
+        // Nothing to send: as a chunk, it would be the zero-size one that ends the body.
+        guard piece.readableBytes > 0 else { return }
+        guard framing == .chunked else { return upstream.send(piece) }
+        var chunk = ByteBuffer()
+        chunk.reserveCapacity(piece.readableBytes + 24)
         chunk.writeString(String(piece.readableBytes, radix: 16))
         chunk.writeStaticString("\r\n")
         chunk.writeImmutableBuffer(piece)
         chunk.writeStaticString("\r\n")
-        upstream.handler.send(chunk)
+        upstream.send(chunk)
     }
 
     /// `head`: the request refused, when it was read (before its exchange exists).
@@ -257,37 +264,51 @@ final class ProxyHandler: ChannelDuplexHandler {
 
     // MARK: Backpressure
 
+    /// A client whose writes queue past `ProxyUpstream.highWater` stops the upstream's reads.
+    var clientWritable: Bool { socket.queuedBytes < ProxyUpstream.highWater }
+
     private var wantsClientReads: Bool {
         machine.wantsClientReads(pilingUp: (received?.readableBytes ?? 0) > HTTPLimits.maximumHeadBytes) {
-            machine.request?.upstream?.channel.isWritable ?? false
+            machine.request?.upstream?.writable ?? false
         }
     }
 
-    func read(context: ChannelHandlerContext) {
-        if wantsClientReads {
-            context.read()
-        } else {
-            clientReadPending = true
-        }
+    /// After each event: what was written goes out, and each side reads while the other can take
+    /// more (a lingering connection reads to drop).
+    func settle() {
+        guard isOpen else { return }
+        machine.request?.upstream?.flush()
+        guard isOpen else { return }
+        socket.flush()
+        guard isOpen else { return }
+        socket.reading = phase == .lingering || wantsClientReads
+        machine.request?.upstream?.stream.reading = clientWritable
     }
 
-    func resumeClientReads() {
-        guard clientReadPending, wantsClientReads, let context else { return }
-        clientReadPending = false
-        context.read()
+    func drained(_ socket: LoopSocket) {
+        if phase == .lingering { return shutDownOutput() }
+        settle()
     }
 
-    func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { machine.request?.upstream?.handler.resumeReads() }
-        context.fireChannelWritabilityChanged()
+    func connected(_ socket: LoopSocket) {}
+
+    func closed(_ socket: LoopSocket, error: Int32?) {
+        ended()
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        // The client left: an upstream connection in the middle of its answer cannot be reused.
+    /// The connection is gone (the client left, or it was closed here): an upstream connection in
+    /// the middle of its answer cannot be reused, and its counts and timers go.
+    func ended() {
+        guard isOpen else { return }
+        isOpen = false
+        socket.close()
         let exchange = machine.closed()
         received = nil
         stall.cancel()
+        timeout.cancel()
         exchange?.end()
-        context.fireChannelInactive()
+        if let admitted { proxy.limits.release(admitted.peer, allowed: admitted.allowed) }
+        admitted = nil
+        worker.remove(self)
     }
 }

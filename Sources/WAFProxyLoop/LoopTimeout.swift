@@ -1,0 +1,50 @@
+/// A timeout that moves with every request but is rarely scheduled, on one loop: moving its end
+/// later schedules nothing; the one timer, when it fires before the end, sleeps again until the
+/// end. A busy connection thus costs no timer work per request, and the loop's heap holds one
+/// timer per connection, not a cancelled one per request.
+public final class LoopTimeout {
+    private unowned let loop: EpollLoop
+    private var end: UInt64?
+    private var timer: EpollLoop.Timer?
+    private var firesAt = UInt64.max
+    private let expired: () -> Void
+
+    /// `expired` runs when an end passes unmoved; it looks at its owner's state when it runs.
+    public init(on loop: EpollLoop, expired: @escaping () -> Void) {
+        self.loop = loop
+        self.expired = expired
+    }
+
+    /// The timeout now ends at `end` (`EpollLoop.now`'s clock; nil: it does not run).
+    public func move(to end: UInt64?) {
+        self.end = end
+        guard let end, timer == nil || end < firesAt else { return }
+        schedule(at: end)
+    }
+
+    /// Ends `nanoseconds` from now.
+    public func move(in nanoseconds: UInt64) {
+        let (end, overflow) = EpollLoop.now.addingReportingOverflow(nanoseconds)
+        move(to: overflow ? .max : end)
+    }
+
+    /// Stops it for good: nothing stays scheduled to keep its owner alive.
+    public func cancel() {
+        end = nil
+        if let timer { loop.cancel(timer) }
+        timer = nil
+    }
+
+    private func schedule(at when: UInt64) {
+        if let timer { loop.cancel(timer) }
+        firesAt = when
+        timer = loop.schedule(at: when) { [weak self] in
+            guard let self else { return }
+            timer = nil
+            guard let end else { return }
+            if end > EpollLoop.now { return schedule(at: end) }
+            self.end = nil
+            expired()
+        }
+    }
+}

@@ -1,0 +1,154 @@
+import Logging
+import NIOCore
+import WAFDaemonTransport
+import WAFProxyLoop
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a connection is, for its guard's timeouts.
+enum GuardPhase {
+    /// Between requests: the idle timeout runs (after a stop began, the drain window).
+    case idle
+    /// Part of a request arrived: the request timeout runs.
+    case receiving
+    /// A request is being answered (or streamed): no timeout.
+    case serving
+    /// Closing cleanly: our side said its last (FIN) or is about to; what the peer still sends
+    /// is read and dropped until it closes too or the linger time passes.
+    case lingering
+}
+
+/// The connection's guard, as the socket API's `ConnectionGuardHandler` is for its own: who the
+/// peer is (before any byte is read, so that nothing is answered to a peer not yet checked), how
+/// many connections it holds, how long it may take, and a clean close.
+extension ProxyConnection {
+    /// How long a clean close waits for the peer to close its side.
+    static let linger: UInt64 = 1_000_000_000
+
+    /// Who the peer is and whether it may stay: called once, as the connection is accepted.
+    func start() {
+        // Fail closed: without credentials nobody is let in, now or on any later request.
+        let known = worker.peers.credentials(of: socket.descriptor)
+        let peer = known ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
+        let settings = proxy.connectionSettings
+        let metadata: Logger.Metadata = ["listener": "proxy", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"]
+        // Decided before it is counted: a refused peer takes no place of the admitted (TENANT-12).
+        let allowed = known != nil && settings.policy.allows(peer)
+        switch proxy.limits.admit(.uid(peer.uid), allowed: allowed, settings: settings) {
+        case .admitted:
+            admitted = (.uid(peer.uid), allowed)
+        case let full:
+            // Closed at once: a peer that holds thousands of connections gets no more (TENANT-6).
+            let limit =
+                full == .listenerFull
+                ? "socket.maxConnections (\(settings.maxConnections))" : "socket.maxConnectionsPerUser (\(settings.maxConnectionsPerUser))"
+            proxy.limits.log("full", uid: peer.uid, level: .warning, "connection closed: \(limit) reached", metadata: metadata, logger: proxy.logger)
+            return closeCleanly()
+        }
+        connection.identified(as: known, allowed: allowed)
+        if !connection.allowed {
+            proxy.limits.log(
+                "refused", uid: peer.uid, level: .notice, "connection refused by the proxy's access policy", metadata: metadata,
+                logger: proxy.logger)
+        }
+        armTimer()
+    }
+
+    /// The daemon stops: what is under way is answered, then closed; a connection between
+    /// requests gets the drain window for its next one (docs/systemd.md).
+    func stopBegan(deadline: UInt64) {
+        drainUntil = min(EpollLoop.now + Self.drainWindow, deadline)
+        if phase == .idle { armTimer() }
+    }
+
+    /// A kept-alive client under load sends its next request within milliseconds: it gets an
+    /// answer instead of a close it must retry after.
+    static let drainWindow = UInt64(ServerShutdownEvent.defaultDrainWindow.nanoseconds)
+
+    /// A request head arrived: it is being served, no timeout applies.
+    func requestStarted() {
+        guard phase != .lingering else { return }
+        phase = .serving
+        armTimer()
+    }
+
+    /// The answer is complete; idle time starts (or, once a stop began, the connection closes),
+    /// unless part of the next request is already there: then its request time starts.
+    func responseFinished(partialRequestPending partial: Bool) {
+        guard phase != .lingering else { return }
+        phase = partial ? .receiving : .idle
+        if drainUntil != nil, !partial { return closeCleanly() }
+        armTimer()
+    }
+
+    // MARK: Closing cleanly
+
+    /// Every close the connection asks for (an answer with `Connection: close`, a refusal, the
+    /// idle timeout, the drain window's end) is a clean one: the pending bytes, then FIN; what
+    /// the peer sends meanwhile is read and dropped; then the close. Closed with unread bytes, the
+    /// kernel would send a reset instead: a client whose request crossed the close could not tell
+    /// it was never read.
+    func closeCleanly() {
+        guard isOpen, phase != .lingering else { return }
+        phase = .lingering
+        received = nil
+        // Nothing more goes to the client but what is queued: the request in progress ends here.
+        if let exchange = machine.closed() {
+            stall.cancel()
+            exchange.end()
+        }
+        socket.flush()
+        guard isOpen else { return }
+        socket.reading = true
+        guard socket.queuedBytes == 0 else { return armTimer() }
+        shutDownOutput()
+    }
+
+    /// Everything queued went out: FIN, then the linger time.
+    func shutDownOutput() {
+        guard isOpen else { return }
+        guard shutdown(socket.descriptor, Int32(SHUT_WR)) == 0 else { return ended() }
+        armTimer()
+    }
+
+    // MARK: Timeouts
+
+    func armTimer() {
+        guard isOpen else { return timeout.cancel() }
+        let settings = proxy.connectionSettings
+        let now = EpollLoop.now
+        let end: UInt64?
+        switch phase {
+        case .serving: end = nil
+        // A refused peer has the request timeout to ask for its 403, not the idle timeout.
+        case .idle: end = drainUntil ?? now + Self.nanoseconds(connection.allowed ? settings.idleTimeout : settings.requestTimeout)
+        case .receiving: end = now + Self.nanoseconds(settings.requestTimeout)
+        // What is queued may take the idle time to go out; the FIN, the linger time.
+        case .lingering: end = now + (socket.queuedBytes > 0 ? Self.nanoseconds(settings.idleTimeout) : Self.linger)
+        }
+        timeout.move(to: end)
+    }
+
+    func timedOut() {
+        guard isOpen else { return }
+        switch phase {
+        case .idle: closeCleanly()
+        case .receiving: reject(.timedOut)
+        case .serving: break
+        case .lingering: ended()
+        }
+    }
+
+    /// Answers an error in front of everything else (nothing is being answered then) and closes.
+    func reject(_ refusal: DaemonError) {
+        received = nil
+        let reply = refusal.reply
+        proxy.requestCounting.countRequests(endpoint: "-", status: reply.status.code)
+        socket.write(reply.encoded(keepAlive: false, allocator: ByteBufferAllocator()))
+        closeCleanly()
+    }
+
+    static func nanoseconds(_ amount: TimeAmount) -> UInt64 { UInt64(max(0, amount.nanoseconds)) }
+}

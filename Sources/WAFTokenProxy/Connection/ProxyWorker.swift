@@ -1,0 +1,130 @@
+import NIOCore
+import Synchronization
+import WAFDaemonTransport
+import WAFProxyLoop
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the proxy keeps on each of its loops: the listener's share of the accepting, the
+/// connections accepted there, and the loop's upstream pool. Touched on its loop only.
+final class ProxyWorker {
+    let loop: EpollLoop
+    let proxy: ProxyContext
+    let pool: UpstreamPool
+    let peers: PeerSource
+    private var listener: LoopListener?
+    private var connections: [ObjectIdentifier: ProxyConnection] = [:]
+    /// Once a stop began: when it must be over (told to a connection accepted after it, too).
+    private var stopDeadline: UInt64?
+    /// Connections open on every loop of the proxy, which its stop waits for.
+    private let open: OpenConnections
+
+    init(loop: EpollLoop, proxy: ProxyContext, peers: PeerSource, open: OpenConnections) {
+        self.loop = loop
+        self.proxy = proxy
+        self.peers = peers
+        self.open = open
+        pool = UpstreamPool(on: loop, resolver: proxy.resolver, connector: proxy.connector)
+    }
+
+    /// Takes connections from the listening socket (this loop's own descriptor of it).
+    func listen(on descriptor: Int32) throws(LoopError) {
+        let listener = try LoopListener(adopting: descriptor, on: loop) { [unowned self] socket in accept(socket) }
+        // Logged once when an episode at the descriptor limit begins and once when it ends, as
+        // the daemon's other listeners do (`AcceptLimitHandler`), never per attempt.
+        var since: UInt64 = 0
+        listener.limitReached = { [proxy] error in
+            since = EpollLoop.now
+            proxy.logger.warning(
+                "at the descriptor limit: not accepting connections until descriptors free up; the open ones are served",
+                metadata: ["listener": "proxy", "error": "\(String(cString: strerror(error)))"])
+        }
+        listener.limitLifted = { [proxy] refusals in
+            let seconds = (Double(EpollLoop.now - since) / 1e9).rounded(.up)
+            proxy.logger.notice(
+                "accepting connections again",
+                metadata: ["listener": "proxy", "seconds_at_limit": "\(Int(seconds))", "refused_attempts": "\(refusals)"])
+        }
+        self.listener = listener
+    }
+
+    private func accept(_ socket: LoopSocket) {
+        let connection = ProxyConnection(socket, proxy: proxy, worker: self)
+        connections[ObjectIdentifier(connection)] = connection
+        open.count.add(1, ordering: .relaxed)
+        connection.start()
+        if let stopDeadline { connection.stopBegan(deadline: stopDeadline) }
+        connection.settle()
+    }
+
+    func remove(_ connection: ProxyConnection) {
+        guard connections.removeValue(forKey: ObjectIdentifier(connection)) != nil else { return }
+        open.count.subtract(1, ordering: .relaxed)
+        listener?.descriptorsFreed()
+    }
+
+    /// No new connections; what is under way is answered by `deadline`.
+    func stopBegan(deadline: UInt64) {
+        listener?.close()
+        listener = nil
+        stopDeadline = deadline
+        pool.closeIdle()
+        for connection in Array(connections.values) {
+            connection.stopBegan(deadline: deadline)
+            connection.settle()
+        }
+    }
+
+    /// The stop's deadline passed: what is left closes now.
+    func closeAll() {
+        listener?.close()
+        listener = nil
+        for connection in Array(connections.values) { connection.ended() }
+        pool.closeIdle()
+    }
+}
+
+/// How many connections a proxy has open, on all its loops.
+final class OpenConnections: Sendable {
+    let count = Atomic<Int>(0)
+}
+
+/// Who the peer of a proxy connection is: the Unix socket's `SO_PEERCRED`, or, on loopback TCP,
+/// the owner of the client's end (`LoopbackPeer`).
+enum PeerSource {
+    case unixSocket, loopback
+
+    func credentials(of descriptor: Int32) -> PeerCredentials? {
+        switch self {
+        case .unixSocket:
+            var credentials = SocketPeerCredentials()
+            var length = socklen_t(MemoryLayout<SocketPeerCredentials>.size)
+            guard getsockopt(descriptor, SOL_SOCKET, SocketPeerCredentials.option, &credentials, &length) == 0 else { return nil }
+            return PeerCredentials(pid: credentials.pid, uid: credentials.uid, gid: credentials.gid)
+        case .loopback:
+            guard let client = Self.address(descriptor, getpeername), let server = Self.address(descriptor, getsockname),
+                let found = LoopbackPeer.credentials(client: client, server: server)
+            else { return nil }
+            return PeerCredentials(pid: found.pid, uid: found.uid, gid: found.gid)
+        }
+    }
+
+    private static func address(
+        _ descriptor: Int32, _ call: (Int32, UnsafeMutablePointer<sockaddr>, UnsafeMutablePointer<socklen_t>) -> Int32
+    ) -> SocketAddress? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let got = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { call(descriptor, $0, &length) } }
+        guard got == 0 else { return nil }
+        let family = Int32(storage.ss_family)
+        return withUnsafePointer(to: &storage) { pointer -> SocketAddress? in
+            switch family {
+            case AF_INET: pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee, host: "") }
+            case AF_INET6: pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee, host: "") }
+            default: nil
+            }
+        }
+    }
+}

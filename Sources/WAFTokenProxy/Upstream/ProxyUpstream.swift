@@ -1,0 +1,112 @@
+import NIOCore
+import WAFHTTPWire
+import WAFProxyLoop
+
+/// What an upstream connection reports to the proxied request that uses it, on their loop.
+protocol UpstreamDelegate: AnyObject {
+    func upstream(_ part: AnswerReader.Part)
+    /// What one read brought was handed on: the client's writes go out together.
+    func upstreamReadComplete()
+    /// Everything written to the upstream went to the kernel, after a write found it full.
+    func upstreamDrained()
+    /// The connection closed (or its answer could not be read) before its answer ended.
+    func upstreamClosed(_ failure: ProxyUpstream.Failure)
+}
+
+/// One connection to the upstream, plain or TLS, for one request: it writes the request the proxy
+/// built, reads the answer's head and follows its body's framing to its end (`AnswerReader`),
+/// handing both on as they arrive. Between requests its stream waits in the loop's pool.
+final class ProxyUpstream: LoopStreamDelegate {
+    /// Why a connection ended before its answer did.
+    enum Failure: Error, Equatable {
+        /// It was never made: the peer refused it, or it took longer than the upstream timeout.
+        case unreachable, timeout
+        /// It was made, then closed, reset, or its TLS failed.
+        case closed
+    }
+
+    let stream: LoopStream
+    /// The route generation it was made for: pooled, it serves that generation's requests only.
+    let generation: Int
+    /// Taken from the pool (the upstream may have closed it meanwhile), not new.
+    let reused: Bool
+    weak var delegate: (any UpstreamDelegate)?
+    private let reader = AnswerReader()
+    private var broken = false
+
+    /// A client whose writes queue past this stops the upstream's reads (and the other way round).
+    static let highWater = 16384
+
+    init(_ stream: LoopStream, generation: Int, reused: Bool) {
+        self.stream = stream
+        self.generation = generation
+        self.reused = reused
+        stream.delegate = self
+    }
+
+    /// False once the connection cannot carry another request (its answer ran to the close, said
+    /// `Connection: close`, or came with more than its framing).
+    var reusable: Bool { reader.reusable && !broken && stream.isOpen }
+
+    var writable: Bool { stream.queuedBytes < Self.highWater }
+
+    /// A request went out: read its answer (to a HEAD: no body; for a client that cannot read
+    /// chunks: their data).
+    func expectAnswer(toHead: Bool, decodeChunks: Bool) {
+        reader.expectAnswer(toHead: toHead, decodeChunks: decodeChunks)
+    }
+
+    func send(_ bytes: ByteBuffer) { stream.write(bytes) }
+
+    /// What was sent goes out; a connection that fails in it reports its close from inside.
+    func flush() { stream.flush() }
+
+    /// Closes it for good; the delegate hears nothing more.
+    func close() {
+        delegate = nil
+        stream.close()
+    }
+
+    func received(_ plaintext: ByteBuffer, on stream: LoopStream) {
+        // Told at the end even if a part let the connection go: what the parts wrote must go out.
+        guard let reading = delegate, !reader.isIdle else {
+            // Bytes nobody asked for: this connection is in no state to be reused.
+            broken = true
+            return stream.close()
+        }
+        do {
+            // The delegate as it is at each part: a part it was told may have let the connection go.
+            try reader.read(plaintext) { part in
+                guard let delegate else { return false }
+                delegate.upstream(part)
+                return delegate === self.delegate
+            }
+        } catch {
+            broken = true
+            let delegate = self.delegate
+            close()
+            delegate?.upstreamClosed(.closed)
+            return
+        }
+        reading.upstreamReadComplete()
+    }
+
+    func drained(_ stream: LoopStream) {
+        delegate?.upstreamDrained()
+    }
+
+    func closed(_ stream: LoopStream, reason: String?) {
+        broken = true
+        // The close is the end of an answer framed by it; any other's cut short.
+        let delegate = self.delegate
+        if reader.closed({ part in
+            delegate?.upstream(part)
+            return true
+        }) {
+            delegate?.upstreamReadComplete()
+            return
+        }
+        let failure: Failure = stream.timedOut ? .timeout : stream.tcpConnected ? .closed : .unreachable
+        delegate?.upstreamClosed(failure)
+    }
+}

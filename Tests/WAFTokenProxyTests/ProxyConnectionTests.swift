@@ -1,0 +1,378 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+import WAFTestTraits
+import WAFTokenCore
+import WAFTokenCoreTestKit
+
+@testable import WAFDaemonTransport
+@testable import WAFProviderRegistry
+@testable import WAFProxyLoop
+@testable import WAFTokenProxy
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `ProxyConnection`, the machine's driver, over socketpairs: the client and scripted upstreams
+/// are the test's ends of them, and the test runs the loop a step at a time (`runPending`) on its
+/// own thread: no daemon, no listener, no timing but the timers'.
+@Suite("The proxy's connection driver over socketpairs", .offPool)
+struct ProxyConnectionTests {
+    /// The upstream connections the proxy made, in order: the test's ends of their socketpairs.
+    final class Upstreams: Sendable {
+        private let state = NIOLockedValueBox((made: [Int32](), unreachable: 0, closedAtOnce: 0))
+
+        var made: [Int32] { state.withLockedValue { $0.made } }
+        func failNext(unreachable: Int = 0, closedAtOnce: Int = 0) {
+            state.withLockedValue {
+                $0.unreachable = unreachable
+                $0.closedAtOnce = closedAtOnce
+            }
+        }
+
+        func connect(on loop: EpollLoop) -> LoopStream? {
+            let (unreachable, closing) = state.withLockedValue { state -> (Bool, Bool) in
+                if state.unreachable > 0 {
+                    state.unreachable -= 1
+                    return (true, false)
+                }
+                defer { state.closedAtOnce = max(0, state.closedAtOnce - 1) }
+                return (false, state.closedAtOnce > 0)
+            }
+            guard !unreachable else { return nil }
+            let (ours, theirs) = Self.pair()
+            guard let socket = try? LoopSocket(adopting: ours, on: loop) else { return nil }
+            // The upstream is gone before the request is flushed to it: the write fails inside the flush.
+            if closing { close(theirs) }
+            state.withLockedValue { $0.made.append(closing ? -1 : theirs) }
+            return LoopStream(connected: socket, on: loop)
+        }
+
+        static func pair() -> (Int32, Int32) {
+            var ends: [Int32] = [0, 0]
+            precondition(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+            return (ends[0], ends[1])
+        }
+    }
+
+    /// One client connection through a proxy whose provider holds `token-1`.
+    final class Harness {
+        // Released in this order: the loop last, as it outlives its sockets in the proxy.
+        let connection: ProxyConnection
+        let worker: ProxyWorker
+        let upstreams = Upstreams()
+        let proxy: ProxyContext
+        let scheduler = VirtualScheduler()
+        let client: Int32
+        let loop: EpollLoop
+
+        init(upstreamTimeout: Int = 30, tokenWait: Int = 5) throws {
+            let loop = try EpollLoop()
+            self.loop = loop
+            let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
+            let provider = WAFTokenProvider(
+                configuration: try WAFConfiguration(applicationIntegrationUrl: ProxyRouteTests.first, domainName: "example.com"),
+                fetcher: ScriptedTokenFetcher(scheduler: scheduler), scheduler: scheduler, options: .init(jitter: false, logger: quiet))
+            scheduler.runUntilIdle()
+            let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
+            let upstreams = upstreams
+            proxy = try ProxyContext(
+                entry: ProviderEntry(name: "default", provider: provider, access: policy),
+                settings: ProxyRouteTests.settings(
+                    ProxyRouteTests.first, upstream: "http://127.0.0.1:8080/base/",
+                    extra: ["proxy.upstreamTimeoutSec": "\(upstreamTimeout)", "proxy.tokenWaitSec": "\(tokenWait)"]),
+                connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), metrics: ProxyRouteTests.NoMetrics(),
+                logger: quiet, connector: { _, loop in upstreams.connect(on: loop) })
+            let worker = ProxyWorker(loop: loop, proxy: proxy, peers: .unixSocket, open: OpenConnections())
+            self.worker = worker
+            let (ours, theirs) = Upstreams.pair()
+            client = theirs
+            connection = ProxyConnection(try LoopSocket(adopting: ours, on: loop), proxy: proxy, worker: worker)
+            connection.connection.identified(as: PeerCredentials(pid: 1, uid: 1000, gid: 1000), allowed: true)
+            connection.phase = .idle
+        }
+
+        deinit {
+            connection.ended()
+            close(client)
+            for made in upstreams.made where made >= 0 { close(made) }
+        }
+
+        func run() {
+            scheduler.runUntilIdle()
+            loop.runPending()
+        }
+
+        func send(_ text: String) {
+            Self.write(client, text)
+            run()
+        }
+
+        func answer(_ text: String, on index: Int = 0) {
+            Self.write(upstreams.made[index], text)
+            run()
+        }
+
+        static func write(_ descriptor: Int32, _ text: String) {
+            let bytes = Array(text.utf8)
+            var sent = 0
+            while sent < bytes.count {
+                let result = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                guard result > 0 else { return }
+                sent += result
+            }
+        }
+
+        /// Everything the proxy wrote to `descriptor` so far, as text (`nil`: it closed its end).
+        static func written(_ descriptor: Int32) -> String? {
+            var text = ""
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while true {
+                let count = recv(descriptor, &buffer, buffer.count, Int32(MSG_DONTWAIT))
+                if count > 0 {
+                    text += String(decoding: buffer[..<count], as: UTF8.self)
+                    continue
+                }
+                return count == 0 && text.isEmpty ? nil : text
+            }
+        }
+
+        var clientSaw: String { Self.written(client) ?? "<closed>" }
+        func upstreamSaw(_ index: Int = 0) -> String { Self.written(upstreams.made[index]) ?? "<closed>" }
+    }
+
+    static let request = "POST /api/x?q=1 HTTP/1.1\r\nHost: app.example\r\nContent-Length: 5\r\n\r\nhello"
+    static let answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+
+    @Test(
+        "A request split at every byte reaches the upstream as one whole request with the token, and its answer split at every byte reaches the client whole"
+    )
+    func splitAtEveryByte() throws {
+        let whole = try Harness()
+        whole.send(Self.request)
+        let upstreamSees = whole.upstreamSaw()
+        #expect(upstreamSees.hasPrefix("POST /base/api/x?q=1 HTTP/1.1\r\n"))
+        #expect(upstreamSees.contains("aws-waf-token=token-1"))
+        #expect(upstreamSees.contains("\r\nContent-Length: 5\r\n") && upstreamSees.hasSuffix("\r\n\r\nhello"))
+        whole.answer(Self.answer)
+        let clientSees = whole.clientSaw
+        #expect(clientSees.hasPrefix("HTTP/1.1 200 OK\r\n") && clientSees.hasSuffix("\r\n\r\nok"))
+        #expect(whole.connection.phase == .idle, "the guard heard the request start and its answer end")
+
+        let request = Array(Self.request.utf8)
+        for split in 1..<request.count {
+            let harness = try Harness()
+            harness.send(String(decoding: request[..<split], as: UTF8.self))
+            harness.send(String(decoding: request[split...], as: UTF8.self))
+            #expect(harness.upstreamSaw() == upstreamSees, "request split at \(split)")
+        }
+        let answer = Array(Self.answer.utf8)
+        for split in 1..<answer.count {
+            let harness = try Harness()
+            harness.send(Self.request)
+            harness.answer(String(decoding: answer[..<split], as: UTF8.self))
+            harness.answer(String(decoding: answer[split...], as: UTF8.self))
+            #expect(harness.clientSaw == clientSees, "answer split at \(split)")
+        }
+    }
+
+    @Test("Kept alive: the next request goes on the pooled upstream connection")
+    func keptAliveAndPooled() throws {
+        let harness = try Harness()
+        harness.send(Self.request)
+        harness.answer(Self.answer)
+        _ = harness.upstreamSaw()
+        harness.send("GET /next HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        #expect(harness.upstreams.made.count == 1, "the pool's connection is reused")
+        #expect(harness.upstreamSaw().hasPrefix("GET /base/next HTTP/1.1\r\n"))
+        harness.answer(Self.answer)
+        #expect(harness.clientSaw.ranges(of: "HTTP/1.1 200 OK").count == 2)
+        #expect(harness.connection.isOpen)
+    }
+
+    @Test("A challenge with a newer token in the cache is replayed once, on the pooled connection, with the body kept")
+    func challengeReplayed() throws {
+        let harness = try Harness()
+        harness.send(Self.request)
+        _ = harness.upstreamSaw()
+        // The cache moves on while the request is out: the challenge is answered with the newer token.
+        harness.proxy.provider.refreshToken { _, _ in }
+        harness.run()
+        harness.answer("HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nContent-Length: 3\r\n\r\nchl")
+        #expect(harness.clientSaw == "", "the challenge is held")
+        #expect(harness.upstreams.made.count == 1, "the challenge's whole answer left the connection reusable")
+        let replayed = harness.upstreamSaw()
+        #expect(replayed.contains("aws-waf-token=token-2") && replayed.hasSuffix("hello"))
+        harness.answer(Self.answer)
+        #expect(harness.clientSaw.hasSuffix("ok"))
+    }
+
+    @Test("A challenge whose refresh brings no new token in time reaches the client as the upstream sent it, body and all")
+    func challengePassedOn() throws {
+        let harness = try Harness(tokenWait: 1)
+        harness.send(Self.request)
+        let challenge = "HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nContent-Length: 9\r\n\r\nchallenge"
+        harness.answer(String(challenge.prefix(challenge.count - 4)))
+        // The token service never answers (the test does not run its scheduler from here on).
+        Harness.write(harness.upstreams.made[0], String(challenge.suffix(4)))
+        harness.loop.runPending()
+        #expect(harness.clientSaw == "", "held while a new token is asked for")
+        // The wait for it ends after a second (`proxy.tokenWaitSec`, at least 1 s for a refresh).
+        usleep(1_100_000)
+        harness.loop.runPending()
+        let passed = harness.clientSaw
+        #expect(passed.hasPrefix("HTTP/1.1 202 Accepted\r\n") && passed.hasSuffix("\r\n\r\nchallenge"), "\(passed)")
+        #expect(harness.upstreams.made.count == 1, "no replay")
+    }
+
+    @Test("Requests pipelined past a head's worth while an answer is pending stop the client's reads, which resume when it is done")
+    func pipelinedRequestsStopReads() throws {
+        let harness = try Harness()
+        harness.send(Self.request)
+        let next = "GET /next HTTP/1.1\r\nHost: app.example\r\nX-Pad: \(String(repeating: "p", count: 1000))\r\n\r\n"
+        harness.send(String(repeating: next, count: 80))
+        #expect(!harness.connection.socket.reading, "80 KiB waiting behind an unanswered request: no more reads")
+        // Each answer lets the next request go; once less than a head's worth waits, reads resume.
+        var answered = 0
+        while !harness.connection.socket.reading, answered < 80 {
+            harness.answer(Self.answer)
+            answered += 1
+        }
+        #expect(harness.connection.socket.reading && answered < 80, "reads resume once the pile is below a head's worth (\(answered) answers)")
+        #expect(harness.upstreamSaw().contains("GET /base/next HTTP/1.1\r\n"), "the pipelined requests went, one after another")
+    }
+
+    @Test("An unreachable upstream is a 502 on a connection that goes on; a close after the answer began closes the client")
+    func upstreamFailures() throws {
+        let harness = try Harness()
+        harness.upstreams.failNext(unreachable: 1)
+        harness.send(Self.request)
+        let refused = harness.clientSaw
+        #expect(refused.hasPrefix("HTTP/1.1 502 "), "\(refused)")
+        #expect(harness.connection.isOpen, "the request was read whole: the connection goes on")
+
+        harness.send(Self.request)
+        harness.answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\npart")
+        close(harness.upstreams.made[0])
+        harness.run()
+        #expect(harness.clientSaw.hasSuffix("part"))
+        #expect(!harness.connection.isOpen, "the client learns of the failure by the close")
+    }
+
+    @Test("An answer that ends before the client's streamed body did closes the connection: the rest of the body is never read as a request")
+    func earlyAnswerCloses() throws {
+        let harness = try Harness()
+        harness.send("POST /big HTTP/1.1\r\nHost: app.example\r\nContent-Length: 100000\r\n\r\n0123456789")
+        #expect(harness.upstreamSaw().hasSuffix("\r\n\r\n0123456789"), "streamed from its head")
+        harness.answer("HTTP/1.1 413 Payload Too Large\r\nContent-Length: 0\r\n\r\n")
+        let answer = harness.clientSaw
+        #expect(answer.hasPrefix("HTTP/1.1 413 ") && answer.lowercased().contains("connection: close"), "\(answer)")
+        #expect(harness.connection.phase == .lingering, "closing after the answer")
+        harness.send("GET /smuggled HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        #expect(harness.upstreams.made.count == 1 && !harness.upstreamSaw().contains("smuggled"))
+    }
+
+    @Test("A streamed chunked request and a held challenge, each split at every byte, reach the upstream and the client as they do whole")
+    func streamedAndChallengedSplitAtEveryByte() throws {
+        // A body past the replay buffer streams in chunks; the challenge it meets cannot be replayed.
+        let body = String(repeating: "b", count: 70_000)
+        let request =
+            "POST /up HTTP/1.1\r\nHost: app.example\r\nTransfer-Encoding: chunked\r\n\r\n\(String(body.count, radix: 16))\r\n\(body)\r\n0\r\n\r\n"
+        let challenge = "HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nchl\r\n0\r\n\r\n"
+        func run(_ requestParts: [String], _ answerParts: [String]) throws -> (upstream: String, client: String) {
+            let harness = try Harness()
+            var upstream = ""
+            for part in requestParts {
+                harness.send(part)
+                // The upstream reads as it goes, as a server would: the proxy's queue for it drains.
+                while harness.upstreams.made.first != nil {
+                    let more = harness.upstreamSaw()
+                    upstream += more
+                    harness.loop.runPending()
+                    if more.isEmpty { break }
+                }
+            }
+            for part in answerParts { harness.answer(part) }
+            return (upstream, harness.clientSaw)
+        }
+        let whole = try run([request], [challenge])
+        #expect(whole.upstream.contains("Transfer-Encoding: chunked\r\n") && whole.upstream.hasSuffix("\(body)\r\n0\r\n\r\n"))
+        #expect(whole.client.hasPrefix("HTTP/1.1 202 Accepted\r\n") && whole.client.hasSuffix("3\r\nchl\r\n0\r\n\r\n"), "\(whole.client)")
+        let head = request.utf8.count - body.utf8.count - 12
+        for split in Array(1..<(head + 8)) + [head + 1000, request.utf8.count - 3] {
+            let bytes = Array(request.utf8)
+            let parts = [String(decoding: bytes[..<split], as: UTF8.self), String(decoding: bytes[split...], as: UTF8.self)]
+            let seen = try run(parts, [challenge])
+            #expect(seen.client == whole.client, "request split at \(split)")
+            #expect(Self.unchunked(seen.upstream) == Self.unchunked(whole.upstream), "request split at \(split)")
+        }
+        let answer = Array(challenge.utf8)
+        for split in 1..<answer.count {
+            let parts = [String(decoding: answer[..<split], as: UTF8.self), String(decoding: answer[split...], as: UTF8.self)]
+            #expect(try run([request], parts).client == whole.client, "answer split at \(split)")
+        }
+    }
+
+    @Test("A connection that closes as the request is flushed to it leaves no upstream timer behind to fail a later request")
+    func noTimerOutlivesItsConnection() throws {
+        let harness = try Harness(upstreamTimeout: 1)
+        harness.upstreams.failNext(closedAtOnce: 1)
+        harness.send(Self.request)
+        let failed = harness.clientSaw
+        #expect(failed.hasPrefix("HTTP/1.1 502 "), "\(failed)")
+        // The next request is still reading its body when the first request's timer would end.
+        harness.send("POST /next HTTP/1.1\r\nHost: app.example\r\nContent-Length: 10\r\n\r\nhalf")
+        usleep(1_300_000)
+        harness.loop.runPending()
+        #expect(harness.clientSaw == "", "nothing answered a request that never went upstream")
+        #expect(harness.connection.isOpen)
+    }
+
+    @Test("A client that leaves while its request is out gives its body's share of the memory budget back at once")
+    func budgetGivenBackAtTheClose() throws {
+        let harness = try Harness()
+        harness.send(Self.request)
+        #expect(harness.proxy.budget.used(by: 1000) == 5, "the body kept for a replay")
+        shutdown(harness.client, Int32(SHUT_RDWR))
+        harness.run()
+        #expect(!harness.connection.isOpen)
+        #expect(harness.proxy.budget.used(by: 1000) == 0, "given back with the close")
+        harness.answer(Self.answer)
+        #expect(harness.proxy.budget.used == 0, "given back once, not twice")
+    }
+
+    @Test("A pooled connection the upstream closed is not used: the next request goes on a new one and is answered")
+    func pooledConnectionClosed() throws {
+        let harness = try Harness()
+        harness.send("GET /first HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        harness.answer(Self.answer)
+        _ = harness.clientSaw
+        // The upstream goes away while the connection waits in its pool.
+        close(harness.upstreams.made[0])
+        harness.send("GET /second HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        try #require(harness.upstreams.made.count == 2, "a new connection")
+        #expect(harness.upstreamSaw(1).hasPrefix("GET /base/second HTTP/1.1\r\n"))
+        harness.answer(Self.answer, on: 1)
+        #expect(harness.clientSaw.hasPrefix("HTTP/1.1 200 OK\r\n"))
+        #expect(harness.connection.isOpen)
+    }
+
+    /// A streamed chunked body's data, however it was cut into chunks (in bytes: "\r\n" is one
+    /// Character of a String).
+    static func unchunked(_ sent: String) -> String {
+        let bytes = Array(sent.utf8)
+        let crlf: [UInt8] = [13, 10]
+        guard let start = bytes.firstRange(of: crlf + crlf) else { return sent }
+        var data = Array(bytes[..<start.upperBound])
+        var rest = bytes[start.upperBound...]
+        while let line = rest.firstRange(of: crlf), let size = Int(String(decoding: rest[..<line.lowerBound], as: UTF8.self), radix: 16),
+            size > 0
+        {
+            data += rest[line.upperBound...].prefix(size)
+            rest = rest[line.upperBound...].dropFirst(size + 2)
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

@@ -1,6 +1,6 @@
 /// The loop's timers by deadline: a binary min-heap; ties keep no order. A cancelled timer stays
 /// until its deadline comes up, so what moves a deadline often keeps one timer and, when it
-/// fires early, schedules the next (as `LoopStreamPool` does for its idle connections).
+/// fires early, schedules the next (as `LoopStreamPool` and `LoopTimeout` do).
 struct TimerHeap {
     struct Entry {
         let deadline: UInt64
@@ -10,6 +10,8 @@ struct TimerHeap {
     private var entries: [Entry] = []
 
     var first: Entry? { entries.first }
+    /// Timers in the heap, cancelled ones included.
+    var count: Int { entries.count }
 
     mutating func insert(deadline: UInt64, id: UInt64) {
         entries.append(Entry(deadline: deadline, id: id))

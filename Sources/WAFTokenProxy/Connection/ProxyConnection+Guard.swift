@@ -48,19 +48,20 @@ extension ProxyConnection {
             return closeCleanly()
         }
         connection.identified(as: known, allowed: allowed)
+        // The idle time, or a refused peer's request time, from now.
+        enter(.idle)
         if !connection.allowed {
             proxy.limits.log(
                 "refused", uid: peer.uid, level: .notice, "connection refused by the proxy's access policy", metadata: metadata,
                 logger: proxy.logger)
         }
-        armTimer()
     }
 
     /// The daemon stops: what is under way is answered, then closed; a connection between
     /// requests gets the drain window for its next one (docs/systemd.md).
     func stopBegan(deadline: UInt64) {
         drainUntil = min(EpollLoop.now + Self.drainWindow, deadline)
-        if phase == .idle { armTimer() }
+        if phase == .idle { enter(.idle) }
     }
 
     /// A kept-alive client under load sends its next request within milliseconds: it gets an
@@ -70,17 +71,15 @@ extension ProxyConnection {
     /// A request head arrived: it is being served, no timeout applies.
     func requestStarted() {
         guard phase != .lingering else { return }
-        phase = .serving
-        armTimer()
+        enter(.serving)
     }
 
     /// The answer is complete; idle time starts (or, once a stop began, the connection closes),
     /// unless part of the next request is already there: then its request time starts.
     func responseFinished(partialRequestPending partial: Bool) {
         guard phase != .lingering else { return }
-        phase = partial ? .receiving : .idle
-        if drainUntil != nil, !partial { return closeCleanly() }
-        armTimer()
+        enter(partial ? .receiving : .idle)
+        if drainUntil != nil, !partial { closeCleanly() }
     }
 
     // MARK: Closing cleanly
@@ -92,7 +91,7 @@ extension ProxyConnection {
     /// it was never read.
     func closeCleanly() {
         guard isOpen, phase != .lingering else { return }
-        phase = .lingering
+        enter(.lingering)
         received = nil
         // Nothing more goes to the client but what is queued: the request in progress ends here.
         if let exchange = machine.closed() {
@@ -102,7 +101,7 @@ extension ProxyConnection {
         socket.flush()
         guard isOpen else { return }
         socket.reading = true
-        guard socket.queuedBytes == 0 else { return armTimer() }
+        guard socket.queuedBytes == 0 else { return }
         shutDownOutput()
     }
 
@@ -110,29 +109,37 @@ extension ProxyConnection {
     func shutDownOutput() {
         guard isOpen else { return }
         guard shutdown(socket.descriptor, Int32(SHUT_WR)) == 0 else { return ended() }
-        armTimer()
+        deadline = EpollLoop.now + Self.linger
     }
 
     // MARK: Timeouts
 
-    func armTimer() {
-        guard isOpen else { return timeout.cancel() }
+    /// The connection moves to `new`, whose timeout ends a fixed time from now.
+    func enter(_ new: GuardPhase) {
+        phase = new
         let settings = proxy.connectionSettings
         let now = EpollLoop.now
-        let end: UInt64?
-        switch phase {
-        case .serving: end = nil
+        switch new {
+        case .serving: deadline = nil
         // A refused peer has the request timeout to ask for its 403, not the idle timeout.
-        case .idle: end = drainUntil ?? now + Self.nanoseconds(connection.allowed ? settings.idleTimeout : settings.requestTimeout)
-        case .receiving: end = now + Self.nanoseconds(settings.requestTimeout)
+        case .idle: deadline = drainUntil ?? now + Self.nanoseconds(connection.allowed ? settings.idleTimeout : settings.requestTimeout)
+        case .receiving: deadline = now + Self.nanoseconds(settings.requestTimeout)
         // What is queued may take the idle time to go out; the FIN, the linger time.
-        case .lingering: end = now + (socket.queuedBytes > 0 ? Self.nanoseconds(settings.idleTimeout) : Self.linger)
+        case .lingering: deadline = now + (socket.queuedBytes > 0 ? Self.nanoseconds(settings.idleTimeout) : Self.linger)
         }
-        timeout.move(to: end)
+    }
+
+    /// The phase's timeout, set once at the end of each event (`settle`), not at each change of
+    /// phase: a request that arrives whole goes from idle to receiving to serving in one read, and
+    /// the request timeout, earlier than the idle one, would otherwise be scheduled and cancelled
+    /// for every request.
+    func armTimer() {
+        timeout.move(to: isOpen ? deadline : nil)
     }
 
     func timedOut() {
         guard isOpen else { return }
+        defer { settle() }
         switch phase {
         case .idle: closeCleanly()
         case .receiving: reject(.timedOut)

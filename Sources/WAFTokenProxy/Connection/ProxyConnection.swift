@@ -25,7 +25,11 @@ final class ProxyConnection: LoopSocketDelegate {
     private(set) lazy var stall = LoopTimeout(on: worker.loop) { [weak self] in self?.upstreamTimedOut() }
     /// The guard's idle, request or linger timeout, whichever its phase runs.
     private(set) lazy var timeout = LoopTimeout(on: worker.loop) { [weak self] in self?.timedOut() }
+    /// Where the connection is, for its guard (`enter` changes it, with its deadline).
     var phase = GuardPhase.idle
+    /// When the phase's timeout ends (nil: none), fixed as the phase begins: a body that drips
+    /// does not move the request timeout.
+    var deadline: UInt64?
     /// After a stop began (nil before), until when a kept-alive connection between requests may
     /// still send one; once it began, a connection closes when its answer is done.
     var drainUntil: UInt64?
@@ -54,10 +58,7 @@ final class ProxyConnection: LoopSocketDelegate {
         // Read and dropped while lingering: unread, it would turn the close into a reset the
         // client cannot tell from a request that failed midway.
         guard phase != .lingering else { return }
-        if phase == .idle {
-            phase = .receiving
-            armTimer()
-        }
+        if phase == .idle { enter(.receiving) }
         guard !machine.isClosed else { return }
         var bytes = bytes
         if var held = received, held.readableBytes > 0 {
@@ -283,10 +284,11 @@ final class ProxyConnection: LoopSocketDelegate {
         guard isOpen else { return }
         socket.reading = phase == .lingering || wantsClientReads
         machine.request?.upstream?.stream.reading = clientWritable
+        armTimer()
     }
 
     func drained(_ socket: LoopSocket) {
-        if phase == .lingering { return shutDownOutput() }
+        if phase == .lingering, socket.queuedBytes == 0 { shutDownOutput() }
         settle()
     }
 

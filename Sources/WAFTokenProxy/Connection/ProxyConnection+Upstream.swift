@@ -26,20 +26,26 @@ extension ProxyConnection: UpstreamDelegate {
         connect(exchange, token: token)
     }
 
-    /// A connection for the request, which the machine has `connecting`.
+    /// A connection for the request, which the machine has `connecting`: a pooled one at once,
+    /// without a callback (most requests), or a new one when it is under way.
     func connect(_ exchange: ProxyExchange, token: String?, fresh: Bool = false) {
         exchange.sentToken = token
-        worker.pool.acquire(exchange.route, fresh: fresh) { [self] result in
-            switch result {
-            case .success(let upstream):
-                guard isOpen, let attach = machine.upstreamAttached(for: exchange, reused: upstream.reused) else {
-                    return worker.pool.release(upstream)
-                }
-                self.attach(upstream, attach, exchange)
-            case .failure(let failure):
-                if machine.isConnecting(exchange) { upstreamFailed(failure == .timeout ? .timeout : .unreachable, nil) }
-            }
+        if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route) { return connected(.success(pooled), exchange) }
+        worker.pool.connect(exchange.route) { [self] result in
+            connected(result, exchange)
             settle()
+        }
+    }
+
+    private func connected(_ result: Result<ProxyUpstream, ProxyUpstream.Failure>, _ exchange: ProxyExchange) {
+        switch result {
+        case .success(let upstream):
+            guard isOpen, let attach = machine.upstreamAttached(for: exchange, reused: upstream.reused) else {
+                return worker.pool.release(upstream)
+            }
+            self.attach(upstream, attach, exchange)
+        case .failure(let failure):
+            if machine.isConnecting(exchange) { upstreamFailed(failure == .timeout ? .timeout : .unreachable, nil) }
         }
     }
 

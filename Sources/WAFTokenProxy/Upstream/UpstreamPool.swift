@@ -25,17 +25,19 @@ final class UpstreamPool {
         idle = LoopStreamPool(idleTimeout: Self.idleTimeout, maximumIdle: Self.maximumIdle, on: loop)
     }
 
-    /// An idle connection of `route`'s generation (unless `fresh`), or a new one under way; on a
-    /// name's lookup, later. `done` runs once, on the loop: before `acquire` returns when no lookup
-    /// is needed.
-    func acquire(_ route: ProxyRoute, fresh: Bool, _ done: @escaping (Result<ProxyUpstream, ProxyUpstream.Failure>) -> Void) {
+    /// The idle connection most recently given back for `route`'s generation, if any.
+    func takeIdle(for route: ProxyRoute) -> ProxyUpstream? {
         if route.generation > generation {
             idle.closeAll()
             generation = route.generation
         }
-        if !fresh, route.generation == generation, let stream = idle.take() {
-            return done(.success(ProxyUpstream(stream, generation: route.generation, reused: true)))
-        }
+        guard route.generation == generation, let stream = idle.take() else { return nil }
+        return ProxyUpstream(stream, generation: route.generation, reused: true)
+    }
+
+    /// A new connection for `route`, under way; on a name's lookup, later. `done` runs once, on
+    /// the loop: before `connect` returns when no lookup is needed.
+    func connect(_ route: ProxyRoute, _ done: @escaping (Result<ProxyUpstream, ProxyUpstream.Failure>) -> Void) {
         if let connector {
             guard let stream = connector(route, loop) else { return done(.failure(.unreachable)) }
             return done(.success(ProxyUpstream(stream, generation: route.generation, reused: false)))

@@ -30,6 +30,8 @@ public final class EpollLoop: @unchecked Sendable {
     private var nextRegistration: UInt32 = 0
     private var timers = TimerHeap()
     private var timerBodies: [UInt64: () -> Void] = [:]
+    /// Cancelled timers still in the heap (at most; some may have come up since).
+    private var cancelledInHeap = 0
     private var nextTimer: UInt64 = 0
     /// What the timerfd is set to (`.max`: not set).
     private var armedFor = UInt64.max
@@ -129,7 +131,15 @@ public final class EpollLoop: @unchecked Sendable {
 
     /// A cancelled timer's body is dropped now; its place in the heap goes when it comes up.
     public func cancel(_ timer: Timer) {
-        timerBodies[timer.id] = nil
+        guard timerBodies.removeValue(forKey: timer.id) != nil else { return }
+        // Once the cancelled outnumber the live (and are more than a few), the heap keeps the live
+        // only: connections that come and go each leave a cancelled timeout, which would otherwise
+        // stay until its deadline, an idle timeout's worth of connections.
+        cancelledInHeap += 1
+        if cancelledInHeap > 1024, cancelledInHeap > timerBodies.count {
+            timers.keep { timerBodies[$0.id] != nil }
+            cancelledInHeap = 0
+        }
     }
 
     private func arm(_ deadline: UInt64) {
@@ -148,10 +158,17 @@ public final class EpollLoop: @unchecked Sendable {
         let now = Self.now
         while let next = timers.first, next.deadline <= now {
             timers.removeFirst()
-            timerBodies.removeValue(forKey: next.id)?()
+            if let body = timerBodies.removeValue(forKey: next.id) {
+                body()
+            } else {
+                cancelledInHeap = max(0, cancelledInHeap - 1)
+            }
         }
         // Cancelled ones at the top are dropped rather than armed for.
-        while let next = timers.first, timerBodies[next.id] == nil { timers.removeFirst() }
+        while let next = timers.first, timerBodies[next.id] == nil {
+            timers.removeFirst()
+            cancelledInHeap = max(0, cancelledInHeap - 1)
+        }
         if let next = timers.first { arm(next.deadline) }
     }
 

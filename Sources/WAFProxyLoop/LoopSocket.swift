@@ -114,6 +114,9 @@ public final class LoopSocket: LoopHandler {
         guard isOpen else { return }
         if reading, events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
             readOnce()
+        } else if !reading, events & EPOLLERR.rawValue != 0, case let error = pendingError(), error != 0 {
+            // A reset: nothing left to read is worth waiting for, and the peer is gone.
+            fail(error)
         } else if !reading, !hungUp, events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
             // epoll reports these whatever the interest: level-triggered, they would wake the loop
             // at once, again and again. Edge-triggered until reading resumes, which reads what the

@@ -72,8 +72,10 @@ public final class LoopStream: LoopSocketDelegate {
         set { socket.reading = newValue }
     }
 
-    /// Bytes queued for the kernel (ciphertext, for TLS).
-    public var queuedBytes: Int { socket.queuedBytes }
+    /// Bytes written and not yet taken by the kernel: queued ciphertext, and for TLS the plaintext
+    /// that waits for the handshake (which an owner following this for backpressure must count,
+    /// or a client could send it without bound while the handshake stalls).
+    public var queuedBytes: Int { socket.queuedBytes + (tls?.waitingBytes ?? 0) }
 
     /// Queues plaintext for the next `flush`.
     public func write(_ bytes: ByteBuffer) {
@@ -115,7 +117,12 @@ public final class LoopStream: LoopSocketDelegate {
         if case .failed(let why) = tls.status { return fail("TLS: \(why)") }
         if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
         guard isOpen else { return }
-        if !wasUp, up { stopConnectTimer() }
+        if !wasUp, up {
+            stopConnectTimer()
+            // What waited for the handshake went out with it: the owner may write more.
+            delegate?.drained(self)
+            guard isOpen else { return }
+        }
         if plaintext.readableBytes > 0 {
             let delivered = plaintext
             plaintext.clear()

@@ -76,6 +76,8 @@ public final class TLSClientSession {
     /// Our end of the pair: the socket's bytes go in and come out here.
     private let network: OpaquePointer
     private var waiting: [ByteBuffer] = []
+    /// Plaintext written and not yet encrypted (before the handshake ends, or while the pair is full).
+    public private(set) var waitingBytes = 0
     private var decrypted = ByteBuffer()
     private var stored = false
     public private(set) var status = Status.open
@@ -157,6 +159,7 @@ public final class TLSClientSession {
     public func write(_ plaintext: ByteBuffer) {
         guard status == .open, plaintext.readableBytes > 0 else { return }
         waiting.append(plaintext)
+        waitingBytes += plaintext.readableBytes
         flushWaiting()
     }
 
@@ -205,6 +208,7 @@ public final class TLSClientSession {
             let result = first.withUnsafeReadableBytes { SSL_write(session, $0.baseAddress, Int32($0.count)) }
             guard result > 0 else { return check(result) }
             // SSL_write writes all of it or nothing (no partial writes without that mode).
+            waitingBytes -= first.readableBytes
             waiting.removeFirst()
         }
     }
@@ -227,6 +231,7 @@ public final class TLSClientSession {
         ERR_clear_error()
         status = .failed(why)
         waiting.removeAll()
+        waitingBytes = 0
     }
 
     /// The session, once resumable (after the handshake; TLS 1.3's tickets come after it), for

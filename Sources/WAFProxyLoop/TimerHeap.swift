@@ -1,6 +1,7 @@
 /// The loop's timers by deadline: a binary min-heap; ties keep no order. A cancelled timer stays
-/// until its deadline comes up, so what moves a deadline often keeps one timer and, when it
-/// fires early, schedules the next (as `LoopStreamPool` and `LoopTimeout` do).
+/// until its deadline comes up or the heap is compacted (`keep`), so what moves a deadline often
+/// keeps one timer and, when it fires early, schedules the next (as `LoopStreamPool` and
+/// `LoopTimeout` do).
 struct TimerHeap {
     struct Entry {
         let deadline: UInt64
@@ -28,7 +29,21 @@ struct TimerHeap {
         let last = entries.removeLast()
         guard !entries.isEmpty else { return }
         entries[0] = last
-        var parent = 0
+        siftDown(from: 0)
+    }
+
+    /// Keeps only the entries `live` says are, in heap order again (O(n)).
+    mutating func keep(_ live: (Entry) -> Bool) {
+        entries.removeAll { !live($0) }
+        var index = entries.count / 2
+        while index > 0 {
+            index -= 1
+            siftDown(from: index)
+        }
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
         while true {
             let left = 2 * parent + 1
             let right = left + 1

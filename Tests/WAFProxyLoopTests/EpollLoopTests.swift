@@ -59,6 +59,15 @@ struct EpollLoopTests {
         #expect(fired.withLock { $0 } == [10, 20, 40, 50])
     }
 
+    @Test("Timers cancelled long before their deadlines do not pile up: the heap keeps the live ones once the cancelled outnumber them")
+    func cancelledTimersDoNotPileUp() throws {
+        let loop = try EpollLoop()
+        let live = loop.schedule(in: 3_600_000_000_000) {}
+        for _ in 0..<10_000 { loop.cancel(loop.schedule(in: 3_600_000_000_000) {}) }
+        #expect(loop.timersPending <= 1100, "\(loop.timersPending) timers in the heap for one live one")
+        loop.cancel(live)
+    }
+
     @Test("Work handed in from other threads runs on the loop's thread, in order")
     func executeFromOtherThreads() throws {
         let seen = Mutex<[Int]>([])

@@ -121,4 +121,18 @@ struct LoopStreamTests {
             #expect(try onLoop(loop) { recorder.closed == .some("the connection was not up within 100 ms") })
         }
     }
+
+    @Test("TLS: what waits for a handshake that does not come counts as queued, so an owner that follows the queue stops reading its other side")
+    func waitingForTheHandshakeCounts() throws {
+        let context = try TLSClientContext(caFile: nil)
+        try withRunningLoop { loop in
+            let recorder = try Self.stream(loop, LoopServer(tls: nil, answer: nil), tls: (context, "localhost"), writing: "x")
+            let queued = try onLoop(loop) {
+                recorder.stream?.write(ByteBuffer(repeating: 0x61, count: 100_000))
+                recorder.stream?.flush()
+                return recorder.stream?.queuedBytes ?? 0
+            }
+            #expect(queued >= 100_001, "the plaintext waiting for the handshake: \(queued) bytes counted")
+        }
+    }
 }

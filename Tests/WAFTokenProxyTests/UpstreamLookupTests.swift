@@ -43,7 +43,9 @@ struct UpstreamLookupTests {
     static let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
 
     /// A proxy at `path` to `upstream`, its provider holding a token, its lookups `lookups`'.
-    static func proxy(at path: String, upstream: String, lookups: SlowLookups, resolver: UpstreamResolver? = nil) throws -> ProxyServer {
+    static func proxy(
+        at path: String, upstream: String, lookups: SlowLookups, resolver: UpstreamResolver? = nil, extra: [String: String] = [:]
+    ) throws -> ProxyServer {
         let scheduler = VirtualScheduler()
         let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
         let provider = WAFTokenProvider(
@@ -52,7 +54,8 @@ struct UpstreamLookupTests {
         scheduler.runUntilIdle()
         let configuration = try ConfigurationLoader.load(
             ConfigurationSources(
-                commandLine: ["applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": path, "proxy.upstream": upstream],
+                commandLine: ["applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": path, "proxy.upstream": upstream]
+                    .merging(extra) { $1 },
                 file: "/dev/null")
         ).get()
         let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
@@ -118,5 +121,22 @@ struct UpstreamLookupTests {
         await server.stop(grace: .milliseconds(100))
         #expect(answer.status == 502, "the connect was tried and failed: \(answer.text)")
         #expect(lookups.started == 0, "an address was looked up")
+    }
+
+    @Test("A lookup slower than the upstream timeout is a 504 at that timeout: a name server that hangs holds no request for longer")
+    func slowLookupTimesOut() async throws {
+        let path = try scratchDirectory("waf-proxy-lookups").appendingPathComponent("proxy.sock").path
+        let lookups = SlowLookups(delay: .seconds(4))
+        let server = try Self.proxy(
+            at: path, upstream: "https://upstream.example.com/", lookups: lookups, extra: ["proxy.upstreamTimeoutSec": "1"])
+        try await server.start()
+        let client = try RawSocket(path: path)
+        let started = ContinuousClock.now
+        client.send("GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n")
+        let answer = client.response(timeout: .seconds(10))
+        let took = ContinuousClock.now - started
+        await server.stop(grace: .milliseconds(100))
+        #expect(answer.status == 504, "\(answer.text)")
+        #expect(took < .seconds(3), "answered after \(took)")
     }
 }

@@ -59,9 +59,10 @@ extension ProxyConnection {
 
     func upstreamTimedOut() {
         defer { settle() }
-        // Every end of a wait on the upstream stops the timer; should one be missed, a timer that
-        // fires with no upstream waited on must find nothing to fail, not trap.
-        guard machine.waitsOnUpstream else { return }
+        // The timer runs while a connection is made (a lookup, a connect) and while the upstream
+        // answers; every end of those waits stops it, and should one be missed, a timer that fires
+        // with nothing waited on must find nothing to fail, not trap.
+        guard machine.waitsOnUpstream || machine.request.map(machine.isConnecting) == true else { return }
         upstreamFailed(.timeout, nil)
     }
 
@@ -153,6 +154,7 @@ extension ProxyConnection {
     func closeClient(_ exchange: ProxyExchange) {
         stopStallTimer()
         exchange.end()
-        ended()
+        // Cleanly, as every close the connection asks for: what is queued goes out, then FIN.
+        closeCleanly()
     }
 }

@@ -31,6 +31,8 @@ extension ProxyConnection: UpstreamDelegate {
     func connect(_ exchange: ProxyExchange, token: String?, fresh: Bool = false) {
         exchange.sentToken = token
         if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route) { return connected(.success(pooled), exchange) }
+        // A name's lookup has no timeout of its own: the upstream's bounds it, and the connect.
+        armStallTimer(exchange)
         worker.pool.connect(exchange.route) { [self] result in
             connected(result, exchange)
             settle()

@@ -51,6 +51,11 @@ final class ProxyWorker {
     }
 
     private func accept(_ socket: LoopSocket) {
+        if peers == .loopback {
+            // An answer that comes in several reads must not wait for the client's delayed ACK.
+            var one: Int32 = 1
+            setsockopt(socket.descriptor, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
+        }
         let connection = ProxyConnection(socket, proxy: proxy, worker: self)
         connections[ObjectIdentifier(connection)] = connection
         open.count.add(1, ordering: .relaxed)

@@ -129,8 +129,10 @@ final class ProxyServer: Sendable {
         while open.count.load(ordering: .relaxed) > 0, EpollLoop.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
-        for worker in workers { worker.loop.execute { worker.value.closeAll() } }
+        // The lookups first: one answered after the pools were emptied would open a connection
+        // that nothing closes on the loop.
         context.resolver.stop()
+        for worker in workers { worker.loop.execute { worker.value.closeAll() } }
         for thread in threads { thread.stopAndJoin() }
     }
 }

@@ -18,10 +18,16 @@ public typealias UpstreamTLS = (context: TLSClientContext, serverName: String)
 /// A connection to an upstream that carries plaintext whether the wire is plain or TLS: a
 /// `LoopSocket` with, for https, a `TLSClientSession` between the two. What is written before the
 /// connection (and its handshake) is up waits for it; a connect that takes longer than its
-/// timeout fails.
+/// timeout fails. Given several addresses (a name's), a refused connect tries the next, with what
+/// was written so far, within the same timeout.
 public final class LoopStream: LoopSocketDelegate {
-    public let socket: LoopSocket
-    private let tls: TLSClientSession?
+    public private(set) var socket: LoopSocket
+    private var tls: TLSClientSession?
+    private let tlsSetup: UpstreamTLS?
+    /// Addresses still to try should the connect be refused.
+    private var untried: [SocketAddress] = []
+    /// What was written before the TCP connection was made, for another address (nil after).
+    private var beforeConnect: [ByteBuffer]? = []
     private unowned let loop: EpollLoop
     public weak var delegate: (any LoopStreamDelegate)?
     private var connectTimer: EpollLoop.Timer?
@@ -34,28 +40,57 @@ public final class LoopStream: LoopSocketDelegate {
 
     /// Connects to `address`; with `tls`, verifies the server as `serverName` (and resumes the
     /// context's last session for it). `timeout` bounds the connect and the handshake.
-    public init(
+    public convenience init(
         to address: SocketAddress, tls: UpstreamTLS?, timeout: UInt64, on loop: EpollLoop
     ) throws(LoopError) {
-        let session = try tls.map { (context, name) throws(LoopError) in try TLSClientSession(context, serverName: name) }
-        socket = try LoopSocket.connect(to: address, on: loop)
-        self.tls = session
+        try self.init(to: [address], tls: tls, timeout: timeout, on: loop)
+    }
+
+    /// Connects to the first of `addresses` that takes the connection, in order (the system's
+    /// order of preference, for a name). `timeout` bounds every attempt and the handshake together.
+    public init(
+        to addresses: [SocketAddress], tls: UpstreamTLS?, timeout: UInt64, on loop: EpollLoop
+    ) throws(LoopError) {
+        var remaining = addresses[...]
+        var opened: (LoopSocket, TLSClientSession?)?
+        var failure = LoopError.system("connect", EDESTADDRREQ)
+        // An address the system refuses at once (no route, no IPv6) hands over to the next too.
+        while opened == nil, let next = remaining.popFirst() {
+            do throws(LoopError) {
+                opened = try Self.open(next, tls: tls, on: loop)
+            } catch {
+                failure = error
+            }
+        }
+        guard let opened else { throw failure }
+        (socket, self.tls) = opened
+        tlsSetup = tls
+        untried = Array(remaining)
         self.loop = loop
         socket.delegate = self
-        if let session {
-            session.start()
-            if let hello = session.takeCiphertext() { socket.write(hello) }
-        }
         connectTimer = loop.schedule(in: timeout) { [weak self] in
             self?.timedOut = true
             self?.fail("the connection was not up within \(timeout / 1_000_000) ms")
         }
     }
 
+    /// A socket connecting to `address`, with a TLS session whose first flight is queued on it.
+    private static func open(_ address: SocketAddress, tls: UpstreamTLS?, on loop: EpollLoop) throws(LoopError) -> (LoopSocket, TLSClientSession?) {
+        let session = try tls.map { (context, name) throws(LoopError) in try TLSClientSession(context, serverName: name) }
+        let socket = try LoopSocket.connect(to: address, on: loop)
+        if let session {
+            session.start()
+            if let hello = session.takeCiphertext() { socket.write(hello) }
+        }
+        return (socket, session)
+    }
+
     /// A plaintext stream over a connected socket (one end of a socketpair, in tests).
     public init(connected socket: LoopSocket, on loop: EpollLoop) {
         self.socket = socket
         tls = nil
+        tlsSetup = nil
+        beforeConnect = nil
         self.loop = loop
         tcpConnected = true
         socket.delegate = self
@@ -80,6 +115,7 @@ public final class LoopStream: LoopSocketDelegate {
     /// Queues plaintext for the next `flush`.
     public func write(_ bytes: ByteBuffer) {
         guard isOpen else { return }
+        if !untried.isEmpty { beforeConnect?.append(bytes) }
         guard let tls else { return socket.write(bytes) }
         tls.write(bytes)
         if let ciphertext = tls.takeCiphertext() { socket.write(ciphertext) }
@@ -104,6 +140,8 @@ public final class LoopStream: LoopSocketDelegate {
 
     public func connected(_ socket: LoopSocket) {
         tcpConnected = true
+        beforeConnect = nil
+        untried = []
         guard tls == nil else { return }
         stopConnectTimer()
     }
@@ -136,7 +174,24 @@ public final class LoopStream: LoopSocketDelegate {
     }
 
     public func closed(_ socket: LoopSocket, error: Int32?) {
+        if !tcpConnected, !untried.isEmpty, let written = beforeConnect, tryNext(written) { return }
         fail(error.map { String(cString: strerror($0)) })
+    }
+
+    /// The connect was refused: the next address, with what was written so far. False when none
+    /// can be tried.
+    private func tryNext(_ written: [ByteBuffer]) -> Bool {
+        while !untried.isEmpty {
+            let next = untried.removeFirst()
+            guard let (socket, tls) = try? Self.open(next, tls: tlsSetup, on: loop) else { continue }
+            self.socket = socket
+            self.tls = tls
+            socket.delegate = self
+            beforeConnect = []
+            for bytes in written { write(bytes) }
+            return true
+        }
+        return false
     }
 
     private func stopConnectTimer() {

@@ -135,4 +135,24 @@ struct LoopStreamTests {
             #expect(queued >= 100_001, "the plaintext waiting for the handshake: \(queued) bytes counted")
         }
     }
+
+    @Test("Several addresses: one that refuses the connect hands what was written to the next, which answers")
+    func nextAddress() throws {
+        try withRunningLoop { loop in
+            let recorder = StreamRecorder()
+            let server = LoopServer(tls: nil) { "got \($0)" }
+            try onLoop(loop) {
+                let port = try server.start(on: loop)
+                // The server listens on 127.0.0.1 only: ::1 refuses, as for an upstream named localhost.
+                let addresses = [try SocketAddress(ipAddress: "::1", port: port), try SocketAddress(ipAddress: "127.0.0.1", port: port)]
+                let stream = try LoopStream(to: addresses, tls: nil, timeout: 10_000_000_000, on: loop)
+                stream.delegate = recorder
+                recorder.stream = stream
+                stream.write(ByteBuffer(string: "ping"))
+                stream.flush()
+            }
+            #expect(try eventually(on: loop) { recorder.received == "got ping" }, "answered by the second address")
+            #expect(try onLoop(loop) { recorder.closed == nil })
+        }
+    }
 }

@@ -25,6 +25,16 @@ struct ProxyConnectionTests {
         private let state = NIOLockedValueBox((made: [Int32](), unreachable: 0, closedAtOnce: 0))
 
         var made: [Int32] { state.withLockedValue { $0.made } }
+
+        /// The upstream's end of connection `index` goes away; closed once only (the harness
+        /// closes the rest), so as not to close a descriptor another test has been given since.
+        func close(_ index: Int) {
+            let descriptor = state.withLockedValue { state in
+                defer { state.made[index] = -1 }
+                return state.made[index]
+            }
+            if descriptor >= 0 { Glibc.close(descriptor) }
+        }
         func failNext(unreachable: Int = 0, closedAtOnce: Int = 0) {
             state.withLockedValue {
                 $0.unreachable = unreachable
@@ -45,7 +55,7 @@ struct ProxyConnectionTests {
             let (ours, theirs) = Self.pair()
             guard let socket = try? LoopSocket(adopting: ours, on: loop) else { return nil }
             // The upstream is gone before the request is flushed to it: the write fails inside the flush.
-            if closing { close(theirs) }
+            if closing { Glibc.close(theirs) }
             state.withLockedValue { $0.made.append(closing ? -1 : theirs) }
             return LoopStream(connected: socket, on: loop)
         }
@@ -283,7 +293,7 @@ struct ProxyConnectionTests {
 
         harness.send(Self.request)
         harness.answer("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\npart")
-        close(harness.upstreams.made[0])
+        harness.upstreams.close(0)
         harness.run()
         #expect(harness.clientSaw.hasSuffix("part"), "what was queued went out first")
         #expect(harness.connection.phase == .lingering, "the client learns of the failure by the close (FIN after the queue)")
@@ -379,7 +389,7 @@ struct ProxyConnectionTests {
         harness.answer(Self.answer)
         _ = harness.clientSaw
         // The upstream goes away while the connection waits in its pool.
-        close(harness.upstreams.made[0])
+        harness.upstreams.close(0)
         harness.send("GET /second HTTP/1.1\r\nHost: app.example\r\n\r\n")
         try #require(harness.upstreams.made.count == 2, "a new connection")
         #expect(harness.upstreamSaw(1).hasPrefix("GET /base/second HTTP/1.1\r\n"))

@@ -33,10 +33,12 @@ extension ProxyConnection: UpstreamDelegate {
         if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route) { return connected(.success(pooled), exchange) }
         // A name's lookup has no timeout of its own: the upstream's bounds it, and the connect.
         armStallTimer(exchange)
-        worker.pool.connect(exchange.route) { [self] result in
+        let lookup = worker.pool.connect(exchange.route) { [self] result in
+            exchange.cancelLookup = nil
             connected(result, exchange)
             settle()
         }
+        if let lookup { exchange.cancelLookup = { [pool = worker.pool] in pool.cancelLookup(lookup) } }
     }
 
     private func connected(_ result: Result<ProxyUpstream, ProxyUpstream.Failure>, _ exchange: ProxyExchange) {

@@ -28,6 +28,8 @@ final class ProxyExchange {
     /// Where a chunked body is.
     var chunks = ChunkedScanner()
     var upstream: ProxyUpstream?
+    /// Withdraws the host-name lookup its connection waits for, if any, when the request ends first.
+    var cancelLookup: (() -> Void)?
     var sentToken: String?
     /// A challenge's answer, while the machine holds it.
     var held: Answer?
@@ -51,6 +53,8 @@ final class ProxyExchange {
     /// their share of the memory budget given back now, not when the last callback that names it
     /// (a token wait, a connect, a refresh) lets it go.
     func end() {
+        cancelLookup?()
+        cancelLookup = nil
         dropUpstream()
         body = ByteBuffer()
         held = nil

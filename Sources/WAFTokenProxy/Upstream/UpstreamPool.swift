@@ -36,30 +36,45 @@ final class UpstreamPool {
     }
 
     /// A new connection for `route`, under way; on a name's lookup, later. `done` runs once, on
-    /// the loop: before `connect` returns when no lookup is needed.
-    func connect(_ route: ProxyRoute, _ done: @escaping (Result<ProxyUpstream, ProxyUpstream.Failure>) -> Void) {
+    /// the loop: before `connect` returns when no lookup is needed. Returned: the lookup's number,
+    /// for `cancelLookup` when the request goes first (nil: no lookup waits).
+    @discardableResult
+    func connect(_ route: ProxyRoute, _ done: @escaping (Result<ProxyUpstream, ProxyUpstream.Failure>) -> Void) -> UInt64? {
         if let connector {
-            guard let stream = connector(route, loop) else { return done(.failure(.unreachable)) }
-            return done(.success(ProxyUpstream(stream, generation: route.generation, reused: false)))
+            guard let stream = connector(route, loop) else {
+                done(.failure(.unreachable))
+                return nil
+            }
+            done(.success(ProxyUpstream(stream, generation: route.generation, reused: false)))
+            return nil
         }
         let upstream = route.settings.upstream
         // An address needs no lookup: nothing runs off the loop.
         if let address = try? SocketAddress(ipAddress: upstream.host, port: upstream.port) {
-            return done(Self.connect(to: address, route, on: loop))
+            done(Self.connect(to: [address], route, on: loop))
+            return nil
         }
-        resolver.lookUp(upstream.host, port: upstream.port, on: loop) { [loop] found in
-            guard case .success(let addresses) = found, let address = addresses.first else { return done(.failure(.unreachable)) }
-            done(Self.connect(to: address, route, on: loop))
+        return resolver.lookUp(upstream.host, port: upstream.port, on: loop) { [loop] found in
+            // Every address, in the system's order: one that refuses the connect hands it to the next.
+            guard case .success(let addresses) = found, !addresses.isEmpty else { return done(.failure(.unreachable)) }
+            done(Self.connect(to: addresses, route, on: loop))
         }
     }
 
-    private static func connect(to address: SocketAddress, _ route: ProxyRoute, on loop: EpollLoop) -> Result<ProxyUpstream, ProxyUpstream.Failure> {
+    private static func connect(
+        to addresses: [SocketAddress], _ route: ProxyRoute, on loop: EpollLoop
+    ) -> Result<ProxyUpstream, ProxyUpstream.Failure> {
         let upstream = route.settings.upstream
         // SNI names a host, never an address; the certificate is checked for either.
         let tls = route.tls.map { ($0, upstream.host) }
         let timeout = UInt64(max(0, TimeAmount(route.settings.upstreamTimeout).nanoseconds))
-        guard let stream = try? LoopStream(to: address, tls: tls, timeout: timeout, on: loop) else { return .failure(.unreachable) }
+        guard let stream = try? LoopStream(to: addresses, tls: tls, timeout: timeout, on: loop) else { return .failure(.unreachable) }
         return .success(ProxyUpstream(stream, generation: route.generation, reused: false))
+    }
+
+    /// The request that began lookup `id` is gone (`connect`'s number).
+    func cancelLookup(_ id: UInt64) {
+        resolver.cancel(id)
     }
 
     /// Back into the pool for the next request on this loop when it carried a whole request and

@@ -13,7 +13,7 @@ import Glibc
 /// lookup first: its `getaddrinfo`, or the stop, which fails every lookup not answered yet while
 /// the loops still run (issue 36's race: an answer after the loops ended). A `getaddrinfo` that
 /// returns later finds its lookup answered and drops its result; a lookup still queued at the
-/// stop never runs. An upstream given as an address is never looked up (`UpstreamPool`).
+/// stop, or cancelled by a request that is gone, never runs. An upstream given as an address is never looked up (`UpstreamPool`).
 final class UpstreamResolver: Sendable {
     /// The lookup itself: `getaddrinfo` for both families, or a test's slow one.
     typealias LookUp = @Sendable (_ host: String, _ port: Int) throws -> [SocketAddress]
@@ -37,8 +37,10 @@ final class UpstreamResolver: Sendable {
     /// Lookups begun and not yet answered.
     var running: Int { state.withLockedValue { $0.pending.count } }
 
-    /// Looks `host` up; `done` runs on `loop` with the addresses, or the failure (the stop's too).
-    func lookUp(_ host: String, port: Int, on loop: EpollLoop, _ done: @escaping (Answer) -> Void) {
+    /// Looks `host` up; `done` runs on `loop` with the addresses, or the failure (the stop's too),
+    /// unless the lookup is cancelled first with the number returned (nil: answered already).
+    @discardableResult
+    func lookUp(_ host: String, port: Int, on loop: EpollLoop, _ done: @escaping (Answer) -> Void) -> UInt64? {
         let bound = LoopBound(done, on: loop)
         let (id, queue) = state.withLockedValue { state -> (UInt64?, DispatchQueue) in
             let queue = state.queues[ObjectIdentifier(loop), default: DispatchQueue(label: "waf-tokend.proxy.resolver")]
@@ -48,12 +50,22 @@ final class UpstreamResolver: Sendable {
             state.pending[state.next] = (loop, bound)
             return (state.next, queue)
         }
-        guard let id else { return done(.failure(LookupFailure(description: "the proxy is stopping"))) }
+        guard let id else {
+            done(.failure(LookupFailure(description: "the proxy is stopping")))
+            return nil
+        }
         queue.async { [self] in
-            // Answered already (the stop): not looked up at all.
+            // Answered already (the stop) or no longer wanted: not looked up at all.
             guard state.withLockedValue({ $0.pending[id] != nil }) else { return }
             answer(id, with: Result { () throws(LookupFailure) in try Self.look(host, port, addresses) })
         }
+        return id
+    }
+
+    /// The request that wanted lookup `id` is gone: it is not run if still queued, and its answer,
+    /// if it comes, is dropped. A slow name server then holds up only the lookups still wanted.
+    func cancel(_ id: UInt64) {
+        _ = state.withLockedValue { $0.pending.removeValue(forKey: id) }
     }
 
     /// The proxy stops: every lookup not answered yet fails now, while the loops run; none is

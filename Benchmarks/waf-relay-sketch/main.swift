@@ -117,7 +117,7 @@ final class Relay {
     let upstream: SocketAddress
     let tls: UpstreamTLS?
     var listener: LoopListener?
-    /// The clients by descriptor (a socket's delegate is weak).
+    /// The clients by descriptor, while they are open.
     var clients: [Int32: Client] = [:]
 
     init(loop: EpollLoop, upstream: SocketAddress, token: String, tls: UpstreamTLS?) {

@@ -21,7 +21,9 @@ public protocol LoopSocketDelegate: AnyObject {
 public final class LoopSocket: LoopHandler {
     public let descriptor: Int32
     private unowned let loop: EpollLoop
-    public weak var delegate: (any LoopSocketDelegate)?
+    /// Held until the socket closes: a weak reference would give the owner a side table, and every
+    /// retain of it, many per request, the runtime's slow path. The close lets go of it.
+    public var delegate: (any LoopSocketDelegate)?
     private var queue: [ByteBuffer] = []
     /// Bytes queued and not yet taken by the kernel.
     public private(set) var queuedBytes = 0
@@ -87,7 +89,7 @@ public final class LoopSocket: LoopHandler {
         flushQueue()
     }
 
-    /// Closes at once; what is queued is dropped. The delegate hears nothing more.
+    /// Closes at once; what is queued is dropped. The delegate hears nothing more, and is let go.
     public func close() {
         guard isOpen else { return }
         isOpen = false
@@ -95,6 +97,7 @@ public final class LoopSocket: LoopHandler {
         Glibc.close(descriptor)
         queue.removeAll()
         queuedBytes = 0
+        delegate = nil
     }
 
     public func ready(_ events: UInt32) {
@@ -147,6 +150,7 @@ public final class LoopSocket: LoopHandler {
     }
 
     private func fail(_ error: Int32?) {
+        let delegate = self.delegate
         close()
         delegate?.closed(self, error: error)
     }

@@ -29,7 +29,8 @@ public final class LoopStream: LoopSocketDelegate {
     /// What was written before the TCP connection was made, for another address (nil after).
     private var beforeConnect: [ByteBuffer]? = []
     private unowned let loop: EpollLoop
-    public weak var delegate: (any LoopStreamDelegate)?
+    /// Held until the stream closes (as `LoopSocket`'s: no side table for the owner).
+    public var delegate: (any LoopStreamDelegate)?
     private var connectTimer: EpollLoop.Timer?
     private var plaintext = ByteBuffer()
     public private(set) var isOpen = true
@@ -134,6 +135,7 @@ public final class LoopStream: LoopSocketDelegate {
         isOpen = false
         if let connectTimer { loop.cancel(connectTimer) }
         socket.close()
+        delegate = nil
     }
 
     private var up: Bool { tls?.handshakeDone ?? true }
@@ -201,6 +203,7 @@ public final class LoopStream: LoopSocketDelegate {
 
     private func fail(_ reason: String?) {
         guard isOpen else { return }
+        let delegate = self.delegate
         close()
         delegate?.closed(self, reason: reason)
     }

@@ -10,7 +10,7 @@ import WAFTestTraits
 
 /// What a stream told its delegate; touched on the loop's thread only.
 final class StreamRecorder: LoopStreamDelegate, @unchecked Sendable {
-    /// The stream, kept alive here (a socket's delegate is weak).
+    /// The stream, kept alive here while the test looks at it.
     var stream: LoopStream?
     var received = ""
     var closed: String?? = nil

@@ -108,6 +108,7 @@ struct ProxyConnectionTests {
 
         deinit {
             connection.ended()
+            worker.pool.closeIdle()
             close(client)
             for made in upstreams.made where made >= 0 { close(made) }
         }

@@ -22,9 +22,11 @@ final class ProxyConnection: LoopSocketDelegate {
     /// Every decision about the connection, and its request in progress.
     var machine = ProxyConnectionMachine<ProxyExchange>()
     /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
-    private(set) lazy var stall = LoopTimeout(on: worker.loop) { [weak self] in self?.upstreamTimedOut() }
+    /// (Its timer holds it weakly, and it dies with the connection: `unowned` is safe, and leaves
+    /// the connection without the side table a weak reference would give it.)
+    private(set) lazy var stall = LoopTimeout(on: worker.loop) { [unowned self] in upstreamTimedOut() }
     /// The guard's idle, request or linger timeout, whichever its phase runs.
-    private(set) lazy var timeout = LoopTimeout(on: worker.loop) { [weak self] in self?.timedOut() }
+    private(set) lazy var timeout = LoopTimeout(on: worker.loop) { [unowned self] in timedOut() }
     /// Where the connection is, for its guard (`enter` changes it, with its deadline).
     var phase = GuardPhase.idle
     /// When the phase's timeout ends (nil: none), fixed as the phase begins: a body that drips

@@ -30,7 +30,9 @@ final class ProxyUpstream: LoopStreamDelegate {
     let generation: Int
     /// Taken from the pool (the upstream may have closed it meanwhile), not new.
     let reused: Bool
-    weak var delegate: (any UpstreamDelegate)?
+    /// The request's connection while attached; let go at every detach (`close`, the pool's
+    /// `release`), which ends the cycle with it.
+    var delegate: (any UpstreamDelegate)?
     private let reader = AnswerReader()
     private var broken = false
 

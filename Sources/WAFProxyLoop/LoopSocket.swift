@@ -117,8 +117,9 @@ public final class LoopSocket: LoopHandler {
         guard isOpen else { return }
         if reading, events & (EPOLLIN.rawValue | EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
             readOnce()
-        } else if !reading, events & EPOLLERR.rawValue != 0, case let error = pendingError(), error != 0 {
-            // A reset: nothing left to read is worth waiting for, and the peer is gone.
+        } else if !reading, events & EPOLLERR.rawValue != 0, !hasUnread, case let error = pendingError(), error != 0 {
+            // A reset with nothing left unread: the peer is gone, and nothing is waited for. With
+            // bytes still unread (an answer's tail before the reset), they are read first, below.
             fail(error)
         } else if !reading, !hungUp, events & (EPOLLHUP.rawValue | EPOLLERR.rawValue) != 0 {
             // epoll reports these whatever the interest: level-triggered, they would wake the loop
@@ -127,6 +128,12 @@ public final class LoopSocket: LoopHandler {
             hungUp = true
             updateInterest()
         }
+    }
+
+    /// Whether the kernel holds bytes not read yet (peeked: reading the error would clear it).
+    private var hasUnread: Bool {
+        var byte: UInt8 = 0
+        return recv(descriptor, &byte, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) > 0
     }
 
     private func pendingError() -> Int32 {

@@ -19,7 +19,8 @@ public typealias UpstreamTLS = (context: TLSClientContext, serverName: String)
 /// `LoopSocket` with, for https, a `TLSClientSession` between the two. What is written before the
 /// connection (and its handshake) is up waits for it; a connect that takes longer than its
 /// timeout fails. Given several addresses (a name's), a refused connect tries the next, with what
-/// was written so far, within the same timeout.
+/// was written so far, within the same timeout. A stream is closed by its owner or by its peer:
+/// its socket holds it (and it its delegate) until then.
 public final class LoopStream: LoopSocketDelegate {
     public private(set) var socket: LoopSocket
     private var tls: TLSClientSession?
@@ -95,11 +96,6 @@ public final class LoopStream: LoopSocketDelegate {
         self.loop = loop
         tcpConnected = true
         socket.delegate = self
-    }
-
-    deinit {
-        // Let go without a close: the socket, which the loop holds, must not stay open unwatched.
-        close()
     }
 
     /// Whether the stream reads (its owner stops it while the other side cannot take more).
@@ -186,6 +182,8 @@ public final class LoopStream: LoopSocketDelegate {
         while !untried.isEmpty {
             let next = untried.removeFirst()
             guard let (socket, tls) = try? Self.open(next, tls: tlsSetup, on: loop) else { continue }
+            // The owner's backpressure carries over to the new socket.
+            socket.reading = self.socket.reading
             self.socket = socket
             self.tls = tls
             socket.delegate = self

@@ -22,6 +22,8 @@ public final class LoopStreamPool: LoopStreamDelegate {
     }
 
     deinit {
+        // Only once no stream waits (each holds the pool as its delegate until taken or closed):
+        // the sweep's timer goes.
         closeAll()
     }
 

@@ -172,6 +172,34 @@ struct LoopSocketTests {
         }
     }
 
+    @Test("A socket that does not read, whose peer sent its last words and reset: the words are kept for when it reads, then the reset")
+    func peerResetWhileNotReading() throws {
+        // A TCP pair over loopback: a reset needs TCP (SO_LINGER 0 on close).
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listening) }
+        let any = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
+        #expect(any.withSockAddr { bind(listening, $0, socklen_t($1)) } == 0 && listen(listening, 1) == 0)
+        var address = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listening, $0, &length) } }
+        let ours = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #expect(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(ours, $0, length) } } == 0)
+        let theirs = accept(listening, nil, nil)
+        try withRunningLoop { loop in
+            let recorder = Recorder()
+            try Self.notReading(ours, on: loop, recorder)
+            _ = write(theirs, "last words", 10)
+            var abort = linger(l_onoff: 1, l_linger: 0)
+            setsockopt(theirs, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
+            close(theirs)
+            usleep(200_000)
+            #expect(try onLoop(loop) { recorder.closes } == 0, "not failed while its peer's last words wait unread")
+            try onLoop(loop) { recorder.socket?.reading = true }
+            #expect(try eventually(on: loop) { recorder.closes == 1 })
+            #expect(try onLoop(loop) { String(buffer: recorder.received) == "last words" && recorder.closed == .some(ECONNRESET) })
+        }
+    }
+
     @Test("Writing to a peer that is gone reports EPIPE and closes; it does not end the process")
     func writeToAGonePeer() throws {
         let (ours, theirs) = Self.pair()

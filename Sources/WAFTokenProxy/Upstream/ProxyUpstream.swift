@@ -99,12 +99,14 @@ final class ProxyUpstream: LoopStreamDelegate {
 
     func closed(_ stream: LoopStream, reason: String?) {
         broken = true
-        // The close is the end of an answer framed by it; any other's cut short.
+        // A close is the end of an answer framed by it; a reset or a failure cuts any answer short.
         let delegate = self.delegate
-        if reader.closed({ part in
-            delegate?.upstream(part)
-            return true
-        }) {
+        if reason == nil,
+            reader.closed({ part in
+                delegate?.upstream(part)
+                return true
+            })
+        {
             delegate?.upstreamReadComplete()
             return
         }

@@ -7,7 +7,8 @@ import NIOPosix
 import Glibc
 #endif
 
-/// A listening socket and its connections, for the API socket and the proxy alike: it binds a
+/// A listening socket and its connections, for the API socket, `auth.listen` and `metrics.listen`
+/// (the proxy has loops of its own, `WAFProxyLoop`): it binds a
 /// Unix socket path (replacing a stale socket file, refusing to steal a live one), a loopback
 /// address, or a socket systemd passed; stops accepting at the descriptor limit instead of spinning
 /// (`AcceptLimitHandler`); and stops gracefully: no new connections, the requests in flight
@@ -38,8 +39,6 @@ package final class Listener: Sendable {
         self.connectionsChanged = connectionsChanged
     }
 
-    package var eventLoops: any EventLoopGroup { group }
-
     /// Where to listen.
     package enum Address: Sendable {
         /// A Unix socket path, created with `mode`.
@@ -50,14 +49,12 @@ package final class Listener: Sendable {
         case inherited(CInt)
     }
 
-    /// Binds `address`; every accepted connection gets `configure` (on its event loop). Not
-    /// `accepting`: bound, with connections left in the kernel's queue until `startAccepting()`.
+    /// Binds `address`; every accepted connection gets `configure` (on its event loop).
     package func start(
-        _ address: Address, accepting: Bool = true, configure: @escaping @Sendable (any Channel) throws -> Void
+        _ address: Address, configure: @escaping @Sendable (any Channel) throws -> Void
     ) async throws(ListenerFailure) {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 4096)
-            .serverChannelOption(.autoRead, value: accepting)
             .serverChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     let limiter = AcceptLimitHandler(listener: name, logger: logger)
@@ -99,17 +96,6 @@ package final class Listener: Sendable {
             $0.channel = channel
             $0.ownedPath = ownedPath
         }
-    }
-
-    /// A listener bound with `accepting: false` takes its connections from now on.
-    package func startAccepting() {
-        guard let channel = state.withLockedValue({ $0.channel }) else { return }
-        channel.setOption(.autoRead, value: true).whenFailure { _ in channel.close(promise: nil) }
-    }
-
-    /// A listener that will never start (what it was made for failed): its threads end.
-    package func discard() {
-        group.shutdownGracefully { _ in }
     }
 
     /// Where it listens, as bound: a path, or an address with the port (the one the system chose

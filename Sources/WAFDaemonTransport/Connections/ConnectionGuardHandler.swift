@@ -77,39 +77,23 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     private func peerChecked(_ credentials: SocketPeerCredentials?, _ context: ChannelHandlerContext) {
         // Fail closed: without credentials nobody is let in, now or on any later request.
         let known = credentials.map { PeerCredentials(pid: $0.pid, uid: $0.uid, gid: $0.gid) }
-        let peer = known ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
-        let settings = owner.connectionSettings
-        let metadata: Logger.Metadata = ["listener": "\(owner.listenerName)", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"]
-        // Decided before it is counted: a refused peer takes no place of the admitted (TENANT-12).
-        let allowed = credentials != nil && settings.policy.allows(peer)
         // Peers on the network (`metrics.listen`) are one uid each by their address, not all one.
-        let key: ListenerLimits.Peer =
-            if peer.uid == PeerCredentialsSource.networkUID, let address = context.channel.remoteAddress?.ipAddress {
+        let key: ListenerLimits.Peer? =
+            if known?.uid == PeerCredentialsSource.networkUID, let address = context.channel.remoteAddress?.ipAddress {
                 .address(address)
             } else {
-                .uid(peer.uid)
+                nil
             }
-        switch owner.limits.admit(key, allowed: allowed, settings: settings) {
-        case .admitted:
-            admitted = (key, allowed)
-        case let full:
-            // Closed at once: a peer that holds thousands of connections gets no more (TENANT-6).
-            let limit =
-                full == .listenerFull
-                ? "socket.maxConnections (\(settings.maxConnections))" : "socket.maxConnectionsPerUser (\(settings.maxConnectionsPerUser))"
-            owner.limits.log("full", uid: peer.uid, level: .warning, "connection closed: \(limit) reached", metadata: metadata, logger: owner.logger)
+        guard let admitted = owner.limits.admit(known, as: key, for: owner) else {
+            // Closed at once (TENANT-6).
             held = nil
             closeCleanly(context)
             return
         }
-        connection.identified(as: known, allowed: allowed)
+        self.admitted = admitted
+        connection.identified(as: known, allowed: admitted.allowed)
         // The idle time was armed before anyone knew whether the peer is let in.
         if phase == .idle { armTimer(context) }
-        if !connection.allowed {
-            owner.limits.log(
-                "refused", uid: peer.uid, level: .notice, "connection refused by the \(owner.listenerName)'s access policy", metadata: metadata,
-                logger: owner.logger)
-        }
         if let held {
             self.held = nil
             context.fireChannelRead(wrapInboundOut(held))

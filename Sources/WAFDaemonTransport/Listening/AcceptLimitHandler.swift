@@ -46,10 +46,7 @@ package final class AcceptLimitHandler: ChannelInboundHandler, RemovableChannelH
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         if let since = limitedSince {
-            let seconds = Double((NIODeadline.now() - since).nanoseconds) / 1e9
-            logger.notice(
-                "accepting connections again",
-                metadata: ["listener": "\(listener)", "seconds_at_limit": "\(Int(seconds.rounded(.up)))", "refused_attempts": "\(refusals)"])
+            Self.logLifted(listener: listener, seconds: Double((NIODeadline.now() - since).nanoseconds) / 1e9, refusals: refusals, logger: logger)
             limitedSince = nil
             refusals = 0
             backoff = Self.firstBackoff
@@ -64,9 +61,7 @@ package final class AcceptLimitHandler: ChannelInboundHandler, RemovableChannelH
         refusals += 1
         if limitedSince == nil {
             limitedSince = .now()
-            logger.warning(
-                "at the descriptor limit: not accepting connections until descriptors free up; the open ones are served",
-                metadata: ["listener": "\(listener)", "error": "\(String(cString: strerror(code)))"])
+            Self.logReached(listener: listener, error: code, logger: logger)
         } else {
             backoff = min(backoff * 2, Self.longestBackoff)
         }
@@ -94,5 +89,20 @@ package final class AcceptLimitHandler: ChannelInboundHandler, RemovableChannelH
         retry = nil
         guard let context, context.channel.isActive else { return }
         try? context.channel.syncOptions?.setOption(.autoRead, value: true)
+    }
+
+    /// The line an episode at the descriptor limit begins with, on every listener (the proxy's
+    /// loops say it too): logged once per episode, never per attempt.
+    package static func logReached(listener: String, error: Int32, logger: Logger) {
+        logger.warning(
+            "at the descriptor limit: not accepting connections until descriptors free up; the open ones are served",
+            metadata: ["listener": "\(listener)", "error": "\(String(cString: strerror(error)))"])
+    }
+
+    /// The line it ends with, once accepting works again.
+    package static func logLifted(listener: String, seconds: Double, refusals: Int, logger: Logger) {
+        logger.notice(
+            "accepting connections again",
+            metadata: ["listener": "\(listener)", "seconds_at_limit": "\(Int(seconds.rounded(.up)))", "refused_attempts": "\(refusals)"])
     }
 }

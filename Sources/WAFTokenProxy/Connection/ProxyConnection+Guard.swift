@@ -1,4 +1,3 @@
-import Logging
 import NIOCore
 import WAFDaemonTransport
 import WAFProxyLoop
@@ -31,30 +30,12 @@ extension ProxyConnection {
     func start() {
         // Fail closed: without credentials nobody is let in, now or on any later request.
         let known = worker.peers.credentials(of: socket.descriptor)
-        let peer = known ?? PeerCredentials(pid: -1, uid: .max, gid: .max)
-        let settings = proxy.connectionSettings
-        let metadata: Logger.Metadata = ["listener": "proxy", "uid": "\(peer.uid)", "gid": "\(peer.gid)", "pid": "\(peer.pid)"]
-        // Decided before it is counted: a refused peer takes no place of the admitted (TENANT-12).
-        let allowed = known != nil && settings.policy.allows(peer)
-        switch proxy.limits.admit(.uid(peer.uid), allowed: allowed, settings: settings) {
-        case .admitted:
-            admitted = (.uid(peer.uid), allowed)
-        case let full:
-            // Closed at once: a peer that holds thousands of connections gets no more (TENANT-6).
-            let limit =
-                full == .listenerFull
-                ? "socket.maxConnections (\(settings.maxConnections))" : "socket.maxConnectionsPerUser (\(settings.maxConnectionsPerUser))"
-            proxy.limits.log("full", uid: peer.uid, level: .warning, "connection closed: \(limit) reached", metadata: metadata, logger: proxy.logger)
-            return closeCleanly()
-        }
-        connection.identified(as: known, allowed: allowed)
+        // Closed at once when the listener's limits are full (TENANT-6).
+        guard let counted = proxy.limits.admit(known, for: proxy) else { return closeCleanly() }
+        admitted = counted
+        connection.identified(as: known, allowed: counted.allowed)
         // The idle time, or a refused peer's request time, from now.
         enter(.idle)
-        if !connection.allowed {
-            proxy.limits.log(
-                "refused", uid: peer.uid, level: .notice, "connection refused by the proxy's access policy", metadata: metadata,
-                logger: proxy.logger)
-        }
     }
 
     /// The daemon stops: what is under way is answered, then closed; a connection between

@@ -37,15 +37,10 @@ final class ProxyWorker {
         var since: UInt64 = 0
         listener.limitReached = { [proxy] error in
             since = EpollLoop.now
-            proxy.logger.warning(
-                "at the descriptor limit: not accepting connections until descriptors free up; the open ones are served",
-                metadata: ["listener": "proxy", "error": "\(String(cString: strerror(error)))"])
+            AcceptLimitHandler.logReached(listener: "proxy", error: error, logger: proxy.logger)
         }
         listener.limitLifted = { [proxy] refusals in
-            let seconds = (Double(EpollLoop.now - since) / 1e9).rounded(.up)
-            proxy.logger.notice(
-                "accepting connections again",
-                metadata: ["listener": "proxy", "seconds_at_limit": "\(Int(seconds))", "refused_attempts": "\(refusals)"])
+            AcceptLimitHandler.logLifted(listener: "proxy", seconds: Double(EpollLoop.now - since) / 1e9, refusals: refusals, logger: proxy.logger)
         }
         self.listener = listener
     }

@@ -1,3 +1,5 @@
+import NIOCore
+
 /// A timeout that moves with every request but is rarely scheduled, on one loop: moving its end
 /// later schedules nothing; the one timer, when it fires before the end, sleeps again until the
 /// end. A busy connection thus costs no timer work per request, and the loop's heap holds one
@@ -47,4 +49,20 @@ public final class LoopTimeout {
             expired()
         }
     }
+}
+
+extension Duration {
+    /// Nanoseconds for the loop's timers (`EpollLoop.schedule(in:)`, `LoopTimeout.move(in:)`);
+    /// a negative duration is none, one past the range is the longest.
+    public var loopNanoseconds: UInt64 {
+        let (seconds, attoseconds) = components
+        guard seconds >= 0 else { return 0 }
+        let (whole, overflow) = UInt64(seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        return overflow ? .max : whole &+ UInt64(attoseconds / 1_000_000_000)
+    }
+}
+
+extension TimeAmount {
+    /// As `Duration.loopNanoseconds`, for NIO's amounts (the listeners' shared timeouts).
+    public var loopNanoseconds: UInt64 { UInt64(max(0, nanoseconds)) }
 }

@@ -25,7 +25,7 @@ extension ProxyConnection {
         case .replay(let token):
             replay(exchange, with: token)
         case .refresh:
-            let timeout = Self.nanoseconds(TimeAmount(max(exchange.route.settings.tokenWait, .seconds(1))))
+            let timeout = max(exchange.route.settings.tokenWait, .seconds(1)).loopNanoseconds
             proxy.refreshToken(for: exchange.route, timeout: timeout, on: loop) { [self] token in
                 defer { settle() }
                 switch machine.refreshed(token, sentToken: exchange.sentToken, for: exchange, mayKeep: mayKeepConnection) {
@@ -133,7 +133,7 @@ extension ProxyConnection {
     }
 
     func armStallTimer(_ exchange: ProxyExchange) {
-        stall.move(in: Self.nanoseconds(TimeAmount(exchange.route.settings.upstreamTimeout)))
+        stall.move(in: exchange.route.settings.upstreamTimeout.loopNanoseconds)
     }
 
     func stopStallTimer() {

@@ -47,7 +47,7 @@ extension ProxyConnection {
 
     /// A kept-alive client under load sends its next request within milliseconds: it gets an
     /// answer instead of a close it must retry after.
-    static let drainWindow = UInt64(ServerShutdownEvent.defaultDrainWindow.nanoseconds)
+    static let drainWindow = ServerShutdownEvent.defaultDrainWindow.loopNanoseconds
 
     /// A request head arrived: it is being served, no timeout applies.
     func requestStarted() {
@@ -98,15 +98,18 @@ extension ProxyConnection {
     /// The connection moves to `new`, whose timeout ends a fixed time from now.
     func enter(_ new: GuardPhase) {
         phase = new
+        // The serving phase, one per request, has no deadline: it reads neither the clock nor the
+        // settings (a lock on the route in force).
+        guard new != .serving else { return deadline = nil }
         let settings = proxy.connectionSettings
         let now = EpollLoop.now
         switch new {
         case .serving: deadline = nil
         // A refused peer has the request timeout to ask for its 403, not the idle timeout.
-        case .idle: deadline = drainUntil ?? now + Self.nanoseconds(connection.allowed ? settings.idleTimeout : settings.requestTimeout)
-        case .receiving: deadline = now + Self.nanoseconds(settings.requestTimeout)
+        case .idle: deadline = drainUntil ?? now + (connection.allowed ? settings.idleTimeout : settings.requestTimeout).loopNanoseconds
+        case .receiving: deadline = now + settings.requestTimeout.loopNanoseconds
         // What is queued may take the idle time to go out; the FIN, the linger time.
-        case .lingering: deadline = now + (socket.queuedBytes > 0 ? Self.nanoseconds(settings.idleTimeout) : Self.linger)
+        case .lingering: deadline = now + (socket.queuedBytes > 0 ? settings.idleTimeout.loopNanoseconds : Self.linger)
         }
     }
 
@@ -137,6 +140,4 @@ extension ProxyConnection {
         socket.write(reply.encoded(keepAlive: false, allocator: ByteBufferAllocator()))
         closeCleanly()
     }
-
-    static func nanoseconds(_ amount: TimeAmount) -> UInt64 { UInt64(max(0, amount.nanoseconds)) }
 }

@@ -11,7 +11,7 @@ extension ProxyConnection: UpstreamDelegate {
     func dispatch(_ exchange: ProxyExchange) {
         let token = proxy.token(for: exchange.route)
         if token == nil, exchange.route.settings.tokenWait > .zero {
-            proxy.waitForToken(for: exchange.route, timeout: Self.nanoseconds(TimeAmount(exchange.route.settings.tokenWait)), on: loop) {
+            proxy.waitForToken(for: exchange.route, timeout: exchange.route.settings.tokenWait.loopNanoseconds, on: loop) {
                 [self] token in
                 tokenArrived(token, for: exchange)
                 settle()

@@ -118,7 +118,7 @@ final class ProxyServer: Sendable {
     /// (issue 36).
     func stop(grace: Duration) async {
         context.shuttingDown.store(true, ordering: .relaxed)
-        let deadline = EpollLoop.now &+ UInt64(max(0, TimeAmount(grace).nanoseconds))
+        let deadline = EpollLoop.now &+ grace.loopNanoseconds
         for worker in workers { worker.loop.execute { worker.value.stopBegan(deadline: deadline) } }
         let (descriptor, ownedPath) = bound.withLockedValue { bound in
             defer { bound.descriptor = -1 }

@@ -67,7 +67,7 @@ final class UpstreamPool {
         let upstream = route.settings.upstream
         // SNI names a host, never an address; the certificate is checked for either.
         let tls = route.tls.map { ($0, upstream.host) }
-        let timeout = UInt64(max(0, TimeAmount(route.settings.upstreamTimeout).nanoseconds))
+        let timeout = route.settings.upstreamTimeout.loopNanoseconds
         guard let stream = try? LoopStream(to: addresses, tls: tls, timeout: timeout, on: loop) else { return .failure(.unreachable) }
         return .success(ProxyUpstream(stream, generation: route.generation, reused: false))
     }

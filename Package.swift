@@ -257,7 +257,7 @@ let package = Package(
             name: "WAFTestSupport",
             dependencies: [
                 "WAFLocalTokenService", "WAFDaemonClient", "WAFChallenge", "WAFJSON", "WAFTestTraits",
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ] + nio,
             swiftSettings: strict),
         // waf-tokend whose provider wedges on purpose, for the watchdog tests only; never installed.

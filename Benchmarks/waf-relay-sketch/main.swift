@@ -94,10 +94,10 @@ final class Upstream: LoopStreamDelegate {
     func received(_ plaintext: ByteBuffer, on stream: LoopStream) {
         var plaintext = plaintext
         buffer.writeBuffer(&plaintext)
-        if !relay.relay(self) { closed(stream, reason: nil) }
+        if !relay.relay(self) { closed(stream, end: .closed) }
     }
 
-    func closed(_ stream: LoopStream, reason: String?) {
+    func closed(_ stream: LoopStream, end: LoopStream.End) {
         let client = self.client
         drop()
         client?.drop()
@@ -137,7 +137,7 @@ final class Relay {
     }
 
     func connectUpstream() -> Upstream? {
-        guard let stream = pool.take() ?? (try? LoopStream(to: upstream, tls: tls, timeout: 5_000_000_000, on: loop)) else { return nil }
+        guard let stream = pool.take()?.stream ?? (try? LoopStream(to: upstream, tls: tls, timeout: 5_000_000_000, on: loop)) else { return nil }
         let connection = Upstream(stream, relay: self)
         stream.delegate = connection
         return connection

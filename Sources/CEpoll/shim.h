@@ -14,3 +14,8 @@ extern int accept4(int fd, struct sockaddr *address, unsigned int *length, int f
 // pthread_setname_np, which glibc declares only under _GNU_SOURCE; pthread_t is an unsigned long.
 // The loops' threads carry a name in `top -H` and in a core dump.
 extern int pthread_setname_np(unsigned long thread, const char *name);
+
+// What the heap holds in use (glibc's mallinfo2): the tests measure what one connection keeps,
+// which the memory budget reserves for it (TENANT-12).
+#include <malloc.h>
+static inline unsigned long waf_heap_in_use(void) { return (unsigned long)mallinfo2().uordblks; }

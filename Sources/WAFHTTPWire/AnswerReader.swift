@@ -34,6 +34,9 @@ package final class AnswerReader {
 
     package init() {}
 
+    /// What is held of an answer's head that has not come whole yet.
+    package var bufferedBytes: Int { buffered?.readableBytes ?? 0 }
+
     /// No answer is expected (none asked for, or the last one ended).
     package var isIdle: Bool {
         if case .idle = reading { return true }

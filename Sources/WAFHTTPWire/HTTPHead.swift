@@ -1,5 +1,9 @@
 import NIOCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A request or response head as it arrived: its bytes, and where each part of it lies in them.
 /// Nothing is copied out of the bytes until asked for, so that a request relayed as it came costs
 /// no string per header (the proxy's relay, `ProxyHandler`).
@@ -44,6 +48,14 @@ package struct HTTPHead {
                 index += 1
             }
             return true
+        }
+    }
+
+    /// Whether the bytes in `range` are `text`, byte for byte (a method's name is case-sensitive).
+    package func equals(_ range: Range<Int>, exactly text: StaticString) -> Bool {
+        guard range.count == text.utf8CodeUnitCount else { return false }
+        return bytes.withUnsafeReadableBytes { raw in
+            memcmp(raw.baseAddress! + range.lowerBound, text.utf8Start, range.count) == 0
         }
     }
 

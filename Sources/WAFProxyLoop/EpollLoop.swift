@@ -43,6 +43,8 @@ public final class EpollLoop: @unchecked Sendable {
     /// thousand connections waiting for a slow peer this is what each costs (the proxy's TENANT-12
     /// test found 64 KiB reads past the unit's MemoryMax).
     var scratch = [UInt8](repeating: 0, count: 16 * 1024)
+    /// What a socket's `writev` points at, held for the call (the loop's thread only).
+    let vectors = LoopVectors()
 
     public init() throws(LoopError) {
         epoll = epoll_create1(Int32(EPOLL_CLOEXEC))
@@ -55,7 +57,11 @@ public final class EpollLoop: @unchecked Sendable {
         }
         for descriptor in [wakeup, timerDescriptor] {
             var event = epoll_event(events: EPOLLIN.rawValue, data: Self.data(descriptor, 0))
-            epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event)
+            guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else {
+                let error = LoopError.system("epoll_ctl", errno)
+                for descriptor in [epoll, wakeup, timerDescriptor] { close(descriptor) }
+                throw error
+            }
         }
     }
 
@@ -75,9 +81,11 @@ public final class EpollLoop: @unchecked Sendable {
         thread.load(ordering: .acquiring) == pthread_self()
     }
 
-    /// The loop's own methods are called on its thread, or before it runs.
+    /// The loop's own methods are called on its thread, or before it runs. A precondition, not an
+    /// assertion: release builds keep it (as `NIOLoopBound` does), since a call from another thread
+    /// would race on state that has no lock.
     private func checkThread() {
-        assert(thread.load(ordering: .acquiring) == 0 || inLoop, "called off the loop's thread")
+        precondition(thread.load(ordering: .acquiring) == 0 || inLoop, "called off the loop's thread")
     }
 
     // MARK: Descriptors (the loop's thread)
@@ -90,10 +98,13 @@ public final class EpollLoop: @unchecked Sendable {
         handlers[descriptor] = (nextRegistration, handler)
     }
 
-    public func change(_ descriptor: Int32, events: UInt32) {
+    /// What the loop watches `descriptor` for from now on. It fails only for a descriptor the kernel
+    /// no longer knows (closed behind the loop's back): its owner treats that as the connection's end.
+    public func change(_ descriptor: Int32, events: UInt32) throws(LoopError) {
+        checkThread()
         guard let registration = handlers[descriptor]?.registration else { return }
         var event = epoll_event(events: events, data: Self.data(descriptor, registration))
-        epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event)
+        guard epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event) == 0 else { throw .system("epoll_ctl", errno) }
     }
 
     private static func data(_ descriptor: Int32, _ registration: UInt32) -> epoll_data_t {
@@ -102,8 +113,12 @@ public final class EpollLoop: @unchecked Sendable {
 
     /// The descriptor leaves the loop (before its owner closes it).
     public func forget(_ descriptor: Int32) {
+        checkThread()
         guard handlers.removeValue(forKey: descriptor) != nil else { return }
-        epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        // Every owner forgets its descriptor before it closes it: a failure here means the loop
+        // and the kernel disagree on what is watched, and events would reach the wrong handler.
+        let removed = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
+        precondition(removed == 0, "epoll_ctl(EPOLL_CTL_DEL) failed: errno \(errno)")
     }
 
     // MARK: Timers (the loop's thread)
@@ -148,7 +163,10 @@ public final class EpollLoop: @unchecked Sendable {
         // Zero disarms a timerfd: a deadline already past fires at the next nanosecond.
         let at = max(deadline, 1)
         setting.it_value = timespec(tv_sec: Int(at / 1_000_000_000), tv_nsec: Int(at % 1_000_000_000))
-        timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &setting, nil)
+        // It fails only for values out of range, which the clamp above rules out: a timer that
+        // silently never fires would leave every timeout of the loop unenforced.
+        let set = timerfd_settime(timerDescriptor, Int32(TFD_TIMER_ABSTIME), &setting, nil)
+        precondition(set == 0, "timerfd_settime failed: errno \(errno)")
     }
 
     private func fireTimers() {

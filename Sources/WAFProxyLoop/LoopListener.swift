@@ -13,6 +13,8 @@ public final class LoopListener: LoopHandler {
     public var limitReached: ((Int32) -> Void)?
     /// Accepting works again after the limit: how many attempts were refused meanwhile.
     public var limitLifted: ((Int) -> Void)?
+    /// The listener could not go on (the loop lost its descriptor) and closed.
+    public var failed: ((LoopError) -> Void)?
     /// Attempts refused in this episode at the limit (0: not at the limit).
     private var refusals = 0
     private var backoff = LoopListener.firstBackoff
@@ -107,7 +109,8 @@ public final class LoopListener: LoopHandler {
             backoff = min(backoff * 2, Self.longestBackoff)
         }
         refusals += 1
-        loop.change(descriptor, events: 0)
+        watch(0)
+        guard isOpen else { return }
         if let retry { loop.cancel(retry) }
         retry = loop.schedule(in: backoff) { [weak self] in self?.resume() }
     }
@@ -123,7 +126,18 @@ public final class LoopListener: LoopHandler {
         if let retry { loop.cancel(retry) }
         retry = nil
         guard isOpen else { return }
-        loop.change(descriptor, events: EPOLLIN.rawValue)
+        watch(EPOLLIN.rawValue)
+    }
+
+    /// What the loop watches the socket for; a descriptor the kernel no longer knows ends the
+    /// listener (`failed` says why) rather than leave it half registered.
+    private func watch(_ events: UInt32) {
+        do {
+            try loop.change(descriptor, events: events)
+        } catch {
+            close()
+            failed?(error)
+        }
     }
 
     public func close() {

@@ -27,6 +27,9 @@ public final class LoopSocket: LoopHandler {
     private var queue: [ByteBuffer] = []
     /// Bytes queued and not yet taken by the kernel.
     public private(set) var queuedBytes = 0
+    /// Bytes the kernel took, since the socket was made: a request of which none went may be sent
+    /// again on another connection (TENANT-15).
+    public private(set) var bytesWritten = 0
     public private(set) var isOpen = true
     private var connecting: Bool
     private var interest: UInt32
@@ -87,6 +90,16 @@ public final class LoopSocket: LoopHandler {
     public func flush() {
         guard isOpen, !connecting, !queue.isEmpty, interest & EPOLLOUT.rawValue == 0 else { return }
         flushQueue()
+    }
+
+    /// Closes with a reset (TCP's RST, through a zero linger) rather than an orderly end: the peer
+    /// learns that what it got was cut short. A Unix socket has no reset; it sees its end of file.
+    /// The delegate hears nothing more.
+    public func abort() {
+        guard isOpen else { return }
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+        close()
     }
 
     /// Closes at once; what is queued is dropped. The delegate hears nothing more, and is let go.
@@ -170,6 +183,7 @@ public final class LoopSocket: LoopHandler {
                 break
             }
             queuedBytes -= written
+            bytesWritten += written
             var left = written
             while left > 0, let first = queue.first {
                 if first.readableBytes <= left {
@@ -186,20 +200,14 @@ public final class LoopSocket: LoopHandler {
         if queue.isEmpty, wasWaiting { delegate?.drained(self) }
     }
 
-    /// One `send` for one buffer, `sendmsg` for more (up to 64); MSG_NOSIGNAL, as a peer that
-    /// is gone must cost an EPIPE, not the process (NIO ignored SIGPIPE for the whole process).
+    /// One `send` for one buffer, `sendmsg` for more (up to `LoopVectors.capacity`); MSG_NOSIGNAL,
+    /// as a peer that is gone must cost an EPIPE, not the process (NIO ignored SIGPIPE for the
+    /// whole process).
     private func writeSome() -> Int {
         if queue.count == 1 {
             return queue[0].withUnsafeReadableBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }
-        let parts = queue.prefix(64)
-        var vectors: [iovec] = []
-        vectors.reserveCapacity(parts.count)
-        // The buffers stay alive in `queue` while the pointers are used.
-        for part in parts {
-            part.withUnsafeReadableBytes { vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count)) }
-        }
-        return vectors.withUnsafeMutableBufferPointer { vectors in
+        return loop.vectors.gather(queue) { vectors in
             var message = msghdr()
             message.msg_iov = vectors.baseAddress
             message.msg_iovlen = vectors.count
@@ -215,6 +223,12 @@ public final class LoopSocket: LoopHandler {
         if hungUp, !reading { wanted |= EPOLLET.rawValue }
         guard wanted != interest else { return }
         interest = wanted
-        loop.change(descriptor, events: wanted)
+        do {
+            try loop.change(descriptor, events: wanted)
+        } catch {
+            // The kernel no longer knows the descriptor as the loop does: the connection is over.
+            guard case .system(_, let code) = error else { return fail(EBADF) }
+            fail(code)
+        }
     }
 }

@@ -7,9 +7,8 @@ public protocol LoopStreamDelegate: AnyObject {
     func received(_ plaintext: ByteBuffer, on stream: LoopStream)
     /// Everything written went to the kernel, after a write found its buffer full.
     func drained(_ stream: LoopStream)
-    /// The stream is closed: the peer closed (`reason` nil), or the connection, its TLS or its
-    /// connect timeout failed (`reason` says which).
-    func closed(_ stream: LoopStream, reason: String?)
+    /// The stream is closed, and `end` says how.
+    func closed(_ stream: LoopStream, end: LoopStream.End)
 }
 
 /// TLS to an upstream: the context its sessions share, and the name its certificate must carry.
@@ -22,23 +21,48 @@ public typealias UpstreamTLS = (context: TLSClientContext, serverName: String)
 /// was written so far, within the same timeout. A stream is closed by its owner or by its peer:
 /// its socket holds it (and it its delegate) until then.
 public final class LoopStream: LoopSocketDelegate {
+    /// How a stream ended.
+    public enum End: Equatable, Sendable {
+        /// The peer closed its side: the clean end an answer framed by the close has.
+        case closed
+        /// No connection was made: the last address tried refused it (why, in words).
+        case unreachable(String)
+        /// The connection, or its handshake, was not up within its timeout.
+        case timedOut
+        /// The connection failed once made: a reset, an error, its TLS (why, in words). What the
+        /// peer was sending was cut short.
+        case failed(String)
+    }
+
+    /// Where the stream is; each state carries what it needs, and nothing else says it.
+    private enum State {
+        /// TCP is being connected (with TLS, its first flight queued); `untried` addresses follow
+        /// should it be refused, with `written`, the plaintext written so far.
+        case connecting(tls: TLSClientSession?, untried: [SocketAddress], written: [ByteBuffer], timer: EpollLoop.Timer)
+        /// TCP is up; the TLS handshake runs, within the same timeout.
+        case handshaking(TLSClientSession, timer: EpollLoop.Timer)
+        /// Carrying bytes, plain or through TLS.
+        case up(TLSClientSession?)
+        case ended(End)
+    }
+
+    /// What a connection holds in memory between its reads, for a budget to reserve (TENANT-12),
+    /// measured by `StreamMemoryTests`: a plain one its objects (the kernel's buffers are not the
+    /// process's); a TLS one OpenSSL's session once up (its state, the server's certificates, the
+    /// BIO pair, and for TLS 1.3 the handshake's message buffer, which OpenSSL keeps for the
+    /// messages after it: 40 KiB; 21 KiB with TLS 1.2), with a margin. Beyond it: a record's buffer
+    /// while one arrives (`heldBeyond`), and plaintext waiting to go (`queuedBytes`).
+    public static func reservation(tls: Bool) -> Int { tls ? 48 * 1024 : 2 * 1024 }
+
+    /// What it holds now beyond `reservation` and `queuedBytes`.
+    public var heldBeyond: Int { tls?.heldBeyond ?? 0 }
+
     public private(set) var socket: LoopSocket
-    private var tls: TLSClientSession?
+    private var state: State
     private let tlsSetup: UpstreamTLS?
-    /// Addresses still to try should the connect be refused.
-    private var untried: [SocketAddress] = []
-    /// What was written before the TCP connection was made, for another address (nil after).
-    private var beforeConnect: [ByteBuffer]? = []
     private unowned let loop: EpollLoop
     /// Held until the stream closes (as `LoopSocket`'s: no side table for the owner).
     public var delegate: (any LoopStreamDelegate)?
-    private var connectTimer: EpollLoop.Timer?
-    private var plaintext = ByteBuffer()
-    public private(set) var isOpen = true
-    /// The TCP connection was made (a failure after it is not one of reaching the peer).
-    public private(set) var tcpConnected = false
-    /// The connect (or its handshake) took longer than its timeout.
-    public private(set) var timedOut = false
 
     /// Connects to `address`; with `tls`, verifies the server as `serverName` (and resumes the
     /// context's last session for it). `timeout` bounds the connect and the handshake.
@@ -64,16 +88,15 @@ public final class LoopStream: LoopSocketDelegate {
                 failure = error
             }
         }
-        guard let opened else { throw failure }
-        (socket, self.tls) = opened
+        guard let (socket, session) = opened else { throw failure }
+        self.socket = socket
         tlsSetup = tls
-        untried = Array(remaining)
         self.loop = loop
+        // A placeholder for the moment the timer needs `self`: it is scheduled right below.
+        state = .ended(.closed)
+        let timer = loop.schedule(in: timeout) { [weak self] in self?.fail(.timedOut) }
+        state = .connecting(tls: session, untried: Array(remaining), written: [], timer: timer)
         socket.delegate = self
-        connectTimer = loop.schedule(in: timeout) { [weak self] in
-            self?.timedOut = true
-            self?.fail("the connection was not up within \(timeout / 1_000_000) ms")
-        }
     }
 
     /// A socket connecting to `address`, with a TLS session whose first flight is queued on it.
@@ -90,12 +113,24 @@ public final class LoopStream: LoopSocketDelegate {
     /// A plaintext stream over a connected socket (one end of a socketpair, in tests).
     public init(connected socket: LoopSocket, on loop: EpollLoop) {
         self.socket = socket
-        tls = nil
         tlsSetup = nil
-        beforeConnect = nil
         self.loop = loop
-        tcpConnected = true
+        state = .up(nil)
         socket.delegate = self
+    }
+
+    public var isOpen: Bool {
+        if case .ended = state { return false }
+        return true
+    }
+
+    private var tls: TLSClientSession? {
+        switch state {
+        case .connecting(let tls, _, _, _): tls
+        case .handshaking(let tls, _): tls
+        case .up(let tls): tls
+        case .ended: nil
+        }
     }
 
     /// Whether the stream reads (its owner stops it while the other side cannot take more).
@@ -109,10 +144,17 @@ public final class LoopStream: LoopSocketDelegate {
     /// or a client could send it without bound while the handshake stalls).
     public var queuedBytes: Int { socket.queuedBytes + (tls?.waitingBytes ?? 0) }
 
+    /// Bytes the kernel took on the socket in use (TLS records included): a request of which none
+    /// went may be sent again elsewhere (TENANT-15).
+    public var bytesWritten: Int { socket.bytesWritten }
+
     /// Queues plaintext for the next `flush`.
     public func write(_ bytes: ByteBuffer) {
+        if case .connecting(let tls, let untried, var written, let timer) = state, !untried.isEmpty {
+            written.append(bytes)
+            state = .connecting(tls: tls, untried: untried, written: written, timer: timer)
+        }
         guard isOpen else { return }
-        if !untried.isEmpty { beforeConnect?.append(bytes) }
         guard let tls else { return socket.write(bytes) }
         tls.write(bytes)
         if let ciphertext = tls.takeCiphertext() { socket.write(ciphertext) }
@@ -121,50 +163,45 @@ public final class LoopStream: LoopSocketDelegate {
     /// Sends what was written; a TLS session that failed on it closes the stream (the delegate
     /// hears it now).
     public func flush() {
-        if case .failed(let why)? = tls?.status { return fail("TLS: \(why)") }
+        if case .failed(let why)? = tls?.status { return fail(.failed("TLS: \(why)")) }
         socket.flush()
     }
 
     /// Closes at once; the delegate hears nothing more.
     public func close() {
         guard isOpen else { return }
-        isOpen = false
-        if let connectTimer { loop.cancel(connectTimer) }
-        socket.close()
+        end(.closed)
         delegate = nil
     }
 
-    private var up: Bool { tls?.handshakeDone ?? true }
+    // MARK: The socket's reports
 
     public func connected(_ socket: LoopSocket) {
-        tcpConnected = true
-        beforeConnect = nil
-        untried = []
-        guard tls == nil else { return }
-        stopConnectTimer()
+        guard case .connecting(let tls, _, _, let timer) = state else { return }
+        if let tls {
+            state = .handshaking(tls, timer: timer)
+        } else {
+            loop.cancel(timer)
+            state = .up(nil)
+        }
     }
 
     public func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
         guard let tls else { return delegate?.received(bytes, on: self) ?? () }
-        let wasUp = up
-        tls.receive(bytes)
-        tls.read(into: &plaintext)
+        tls.receive(bytes, scratch: &loop.scratch)
         // TLS's verdict first: a send that fails would close the stream with an errno instead.
-        if case .failed(let why) = tls.status { return fail("TLS: \(why)") }
+        if case .failed(let why) = tls.status { return fail(.failed("TLS: \(why)")) }
         if let ciphertext = tls.takeCiphertext() { socket.send(ciphertext) }
         guard isOpen else { return }
-        if !wasUp, up {
-            stopConnectTimer()
+        if case .handshaking(_, let timer) = state, tls.handshakeDone {
+            loop.cancel(timer)
+            state = .up(tls)
             // What waited for the handshake went out with it: the owner may write more.
             delegate?.drained(self)
             guard isOpen else { return }
         }
-        if plaintext.readableBytes > 0 {
-            let delivered = plaintext
-            plaintext.clear()
-            delegate?.received(delivered, on: self)
-        }
-        if isOpen, tls.status == .closed { fail(nil) }
+        if let plaintext = tls.read() { delegate?.received(plaintext, on: self) }
+        if isOpen, tls.status == .closed { fail(.closed) }
     }
 
     public func drained(_ socket: LoopSocket) {
@@ -172,37 +209,51 @@ public final class LoopStream: LoopSocketDelegate {
     }
 
     public func closed(_ socket: LoopSocket, error: Int32?) {
-        if !tcpConnected, !untried.isEmpty, let written = beforeConnect, tryNext(written) { return }
-        fail(error.map { String(cString: strerror($0)) })
+        let why = error.map { String(cString: strerror($0)) }
+        switch state {
+        case .connecting(_, let untried, let written, let timer):
+            if tryNext(untried, written, timer) { return }
+            fail(.unreachable(why ?? "the connection was refused"))
+        case .handshaking:
+            fail(.failed(why ?? "the server closed the connection in the TLS handshake"))
+        case .up:
+            fail(why.map { .failed($0) } ?? .closed)
+        case .ended:
+            return
+        }
     }
 
     /// The connect was refused: the next address, with what was written so far. False when none
     /// can be tried.
-    private func tryNext(_ written: [ByteBuffer]) -> Bool {
-        while !untried.isEmpty {
-            let next = untried.removeFirst()
+    private func tryNext(_ untried: [SocketAddress], _ written: [ByteBuffer], _ timer: EpollLoop.Timer) -> Bool {
+        var untried = untried[...]
+        while let next = untried.popFirst() {
             guard let (socket, tls) = try? Self.open(next, tls: tlsSetup, on: loop) else { continue }
             // The owner's backpressure carries over to the new socket.
             socket.reading = self.socket.reading
             self.socket = socket
-            self.tls = tls
+            state = .connecting(tls: tls, untried: Array(untried), written: [], timer: timer)
             socket.delegate = self
-            beforeConnect = []
             for bytes in written { write(bytes) }
             return true
         }
         return false
     }
 
-    private func stopConnectTimer() {
-        if let connectTimer { loop.cancel(connectTimer) }
-        connectTimer = nil
+    private func end(_ end: End) {
+        switch state {
+        case .connecting(_, _, _, let timer), .handshaking(_, let timer): loop.cancel(timer)
+        case .up, .ended: break
+        }
+        state = .ended(end)
+        socket.close()
     }
 
-    private func fail(_ reason: String?) {
+    private func fail(_ end: End) {
         guard isOpen else { return }
         let delegate = self.delegate
-        close()
-        delegate?.closed(self, reason: reason)
+        self.end(end)
+        self.delegate = nil
+        delegate?.closed(self, end: end)
     }
 }

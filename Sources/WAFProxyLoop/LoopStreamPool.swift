@@ -8,8 +8,9 @@ public final class LoopStreamPool: LoopStreamDelegate {
     private unowned let loop: EpollLoop
     private let idleTimeout: UInt64
     private let maximumIdle: Int
-    /// Oldest first, each with when it came back.
-    private var idle: [(stream: LoopStream, since: UInt64)] = []
+    /// Oldest first, each with when it came back and what its owner keeps with it (what it is
+    /// charged to, say), let go with it.
+    private var idle: [(stream: LoopStream, since: UInt64, attachment: AnyObject?)] = []
     /// One timer for the whole pool, at the oldest's end: a timer per connection, cancelled at
     /// every reuse, would fill the loop's heap with a timeout's worth of requests.
     private var sweep: EpollLoop.Timer?
@@ -30,28 +31,29 @@ public final class LoopStreamPool: LoopStreamDelegate {
     /// Connections waiting to be used again.
     public var idleCount: Int { idle.count }
 
-    /// The connection most recently given back, if any; the caller becomes its delegate.
-    public func take() -> LoopStream? {
+    /// The connection most recently given back, if any, with what was given back with it; the
+    /// caller becomes its delegate.
+    public func take() -> (stream: LoopStream, attachment: AnyObject?)? {
         guard let waiting = idle.popLast() else { return nil }
         waiting.stream.delegate = nil
-        return waiting.stream
+        return (waiting.stream, waiting.attachment)
     }
 
     /// A connection that carried a whole request and answer, back to wait for the next (or
     /// closed, when it is closed already or the pool is full).
-    public func release(_ stream: LoopStream) {
+    public func release(_ stream: LoopStream, attachment: AnyObject? = nil) {
         guard stream.isOpen, idle.count < maximumIdle else { return stream.close() }
         stream.delegate = self
         // Read while waiting: a close or stray bytes must be seen now, not by the next request.
         stream.reading = true
-        idle.append((stream, EpollLoop.now))
+        idle.append((stream, EpollLoop.now, attachment))
         if sweep == nil { scheduleSweep() }
     }
 
     public func closeAll() {
         if let sweep { loop.cancel(sweep) }
         sweep = nil
-        for (stream, _) in idle { stream.close() }
+        for (stream, _, _) in idle { stream.close() }
         idle.removeAll()
     }
 
@@ -90,7 +92,7 @@ public final class LoopStreamPool: LoopStreamDelegate {
 
     public func drained(_ stream: LoopStream) {}
 
-    public func closed(_ stream: LoopStream, reason: String?) {
+    public func closed(_ stream: LoopStream, end: LoopStream.End) {
         drop(stream)
     }
 }

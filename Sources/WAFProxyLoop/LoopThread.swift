@@ -46,8 +46,9 @@ public struct LoopBound<Value>: @unchecked Sendable {
         self.loop = loop
     }
 
+    /// A precondition in every build, as `NIOLoopBound`'s: a read from another thread would race.
     public var value: Value {
-        assert(loop.inLoop, "a loop's value read off its thread")
+        precondition(loop.inLoop, "a loop's value read off its thread")
         return held
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 
 /// What /proc says about a process: resident memory, descriptors, CPU time, its threads.
 public enum ProcessReadings {
@@ -83,6 +84,21 @@ public final class MemoryLimit: @unchecked Sendable {
         try String(bytes).write(toFile: "\(path)/\(unified ? "memory.max" : "memory.limit_in_bytes")", atomically: false, encoding: .utf8)
     }
 
+    /// A program that starts `executable` (a name in the build's products, or a path) inside the
+    /// group, as systemd starts a unit with `MemoryMax=`: everything the process ever touches,
+    /// its start included, is charged to the group, not only what it touches after a move.
+    public func starting(_ executable: String) throws -> String {
+        let program = executable.hasPrefix("/") ? executable : productsDirectory.appendingPathComponent(executable).path
+        let wrapper =
+            "\(NSTemporaryDirectory())/waf-in-\(URL(fileURLWithPath: path).lastPathComponent)-\(URL(fileURLWithPath: program).lastPathComponent)"
+        try "#!/bin/sh\necho $$ > \(path)/cgroup.procs || exit 70\nexec \(program) \"$@\"\n".write(toFile: wrapper, atomically: true, encoding: .utf8)
+        chmod(wrapper, 0o755)
+        wrappers.withLockedValue { $0.append(wrapper) }
+        return wrapper
+    }
+
+    private let wrappers = NIOLockedValueBox<[String]>([])
+
     public func add(_ pid: Int32) throws {
         try String(pid).write(toFile: "\(path)/cgroup.procs", atomically: false, encoding: .utf8)
     }
@@ -94,6 +110,17 @@ public final class MemoryLimit: @unchecked Sendable {
         return text.split(separator: "\n").first { $0.hasPrefix("oom_kill ") }.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
     }
 
+    /// How often the group's use reached its limit, which makes the kernel reclaim and, failing
+    /// that, kill (v1 `memory.failcnt`, v2 `memory.events` `max`): a daemon that never nears its
+    /// limit leaves it at 0.
+    public var limitReached: Int {
+        if unified {
+            let text = procFile("\(path)/memory.events") ?? ""
+            return text.split(separator: "\n").first { $0.hasPrefix("max ") }.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
+        }
+        return procFile("\(path)/memory.failcnt").flatMap { Int($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+    }
+
     /// The most the group used, in bytes (v1 only keeps it; v2 from 5.19 on).
     public var peakBytes: Int? {
         let file = unified ? "memory.peak" : "memory.max_usage_in_bytes"
@@ -101,6 +128,7 @@ public final class MemoryLimit: @unchecked Sendable {
     }
 
     deinit {
+        for wrapper in wrappers.withLockedValue({ $0 }) { unlink(wrapper) }
         rmdir(path)
     }
 }

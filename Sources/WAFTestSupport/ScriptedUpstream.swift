@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 
 /// An upstream for the proxy's tests that answers each request with the raw bytes a script gives
 /// for its path (any framing, interim answers, a close after it), and keeps every request it got
@@ -104,20 +105,30 @@ public final class ScriptedUpstream: Sendable {
 }
 
 /// An upstream that takes connections and every byte sent to it, and never answers: a slow API,
-/// for what the proxy holds meanwhile.
+/// for what the proxy holds meanwhile. With `certificates`, over TLS: the handshake completes,
+/// then nothing.
 public final class SilentUpstream: Sendable {
     private let channel: any Channel
-    /// `http://127.0.0.1:PORT`, for `proxy.upstream`.
+    /// `http://127.0.0.1:PORT` (`https://` with TLS), for `proxy.upstream`.
     public let origin: String
 
-    public init() async throws {
+    public init(certificates: TestCertificates? = nil) async throws {
+        let tls = try certificates.map { certificates in
+            try NIOSSLContext(
+                configuration: .makeServerConfiguration(
+                    certificateChain: try NIOSSLCertificate.fromPEMFile(certificates.serverCertificate).map { .certificate($0) },
+                    privateKey: .privateKey(try NIOSSLPrivateKey(file: certificates.serverKey, format: .pem))))
+        }
         channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.backlog, value: 4096)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(Sink()) }
+                channel.eventLoop.makeCompletedFuture {
+                    if let tls { try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: tls)) }
+                    try channel.pipeline.syncOperations.addHandler(Sink())
+                }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        origin = "http://127.0.0.1:\(channel.localAddress!.port!)"
+        origin = "\(certificates == nil ? "http" : "https")://127.0.0.1:\(channel.localAddress!.port!)"
     }
 
     public func stop() async {

@@ -93,6 +93,15 @@ enum ProxyRules {
         buffer.writeStaticString("Via: 1.1 waf-tokend\r\n\r\n")
     }
 
+    /// RFC 9110 §9.2.2: methods whose effect is the same however often they are sent (GET, HEAD,
+    /// OPTIONS, TRACE, PUT, DELETE). Only these go again after a kept-alive connection closed on
+    /// them unanswered once some of the request was written (TENANT-15).
+    static func isIdempotent(_ head: HTTPHead) -> Bool {
+        let method = head.first
+        for name: StaticString in ["GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE"] where head.equals(method, exactly: name) { return true }
+        return false
+    }
+
     // MARK: Answers
 
     /// AWS WAF's answer to a request without an acceptable token.
@@ -123,13 +132,10 @@ enum ProxyRules {
     static func writeClientHead(
         _ head: HTTPHead, framing: HTTPFraming, clientFraming: ClientFraming, keepAlive: Bool, into buffer: inout ByteBuffer
     ) {
-        buffer.writeStaticString("HTTP/1.1 ")
         head.bytes.withUnsafeReadableBytes { raw in
-            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.second]))
-            buffer.writeStaticString(" ")
-            buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[head.third]))
+            HTTPHeadWriter.writeStatusLine(
+                code: UnsafeRawBufferPointer(rebasing: raw[head.second]), reason: UnsafeRawBufferPointer(rebasing: raw[head.third]), into: &buffer)
         }
-        buffer.writeStaticString("\r\n")
         let hop = HopByHop(head)
         for field in head.fields where !hop.drops(field) {
             // A length that does not frame what the client gets goes: decoded chunks, a body to the

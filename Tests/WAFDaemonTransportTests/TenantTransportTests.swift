@@ -72,21 +72,28 @@ struct TenantTransportTests {
         #expect(network.admit(.address("10.0.0.2"), allowed: true, settings: one) == .admitted, "another address, another bucket")
     }
 
-    @Test("TENANT12: the memory budget: the daemon's total, a quarter per uid, given back when a holding goes")
+    @Test("TENANT12: the memory budget: the daemon's total, a quarter per account, given back when a holding goes, moved between accounts")
     func TENANT12_budget() {
         let budget = MemoryBudget(total: 100)
-        #expect(budget.perUser == 25)
-        #expect(budget.reserve(25, for: 1) && !budget.reserve(1, for: 1), "one uid's share")
-        #expect(budget.reserve(25, for: 2) && budget.reserve(25, for: 3) && budget.reserve(20, for: 4))
-        #expect(!budget.reserve(10, for: 5), "the daemon's total")
-        budget.release(25, for: 1)
+        #expect(budget.perAccount == 25)
+        #expect(budget.reserve(25, for: .uid(1)) && !budget.reserve(1, for: .uid(1)), "one uid's share")
+        #expect(budget.reserve(25, for: .uid(2)) && budget.reserve(25, for: .uid(3)) && budget.reserve(20, for: .uid(4)))
+        #expect(!budget.reserve(10, for: .uid(5)), "the daemon's total")
+        budget.release(25, for: .uid(1))
         #expect(budget.used == 70 && budget.used(by: 1) == 0)
         do {
             let holding = MemoryBudget.Holding(budget, uid: 6)
             #expect(holding.grow(by: 20) && !holding.grow(by: 10))
             #expect(budget.used(by: 6) == 20)
+            #expect(holding.hold(5) && budget.used(by: 6) == 5, "holding less gives the rest back")
+            #expect(!holding.hold(30) && budget.used(by: 6) == 5, "more than the share: nothing changes")
+            #expect(holding.move(to: .pool) && budget.used(by: .pool) == 5 && budget.used(by: 6) == 0, "to the idle pool's account")
+            #expect(budget.reserve(20, for: .pool))
+            #expect(!holding.move(to: .pool) || holding.account == .pool, "a move that would pass the share is refused")
+            #expect(budget.used == 95)
+            budget.release(20, for: .pool)
         }
-        #expect(budget.used(by: 6) == 0 && budget.used == 70, "a holding gives back what it held when it goes")
+        #expect(budget.used(by: .pool) == 0 && budget.used == 70, "a holding gives back what it held when it goes, to the account that holds it")
     }
 
     @Test("TENANT14: ids a user namespace does not map (PrivateUsers=yes) are found in the lists that name them")

@@ -21,7 +21,7 @@ struct LoopStreamPoolTests {
 
         /// The pool's most recent connection (reused), or a new one.
         func acquire() throws -> (LoopStream, Bool) {
-            if let stream = pool.take() { return (stream, true) }
+            if let (stream, _) = pool.take() { return (stream, true) }
             return (try LoopStream(to: address, tls: nil, timeout: 10_000_000_000, on: loop), false)
         }
 

@@ -13,11 +13,11 @@ final class StreamRecorder: LoopStreamDelegate, @unchecked Sendable {
     /// The stream, kept alive here while the test looks at it.
     var stream: LoopStream?
     var received = ""
-    var closed: String?? = nil
+    var closed: LoopStream.End?
 
     func received(_ plaintext: ByteBuffer, on stream: LoopStream) { received += String(buffer: plaintext) }
     func drained(_ stream: LoopStream) {}
-    func closed(_ stream: LoopStream, reason: String?) { closed = .some(reason) }
+    func closed(_ stream: LoopStream, end: LoopStream.End) { closed = end }
 }
 
 /// A server on the loop that answers each read with `answer(what it read)`, over TLS when given
@@ -108,7 +108,7 @@ struct LoopStreamTests {
             let recorder = try Self.stream(
                 loop, LoopServer(tls: tls.server) { "got \($0)" }, tls: (tls.client, "elsewhere.example"), writing: "secret")
             #expect(try eventually(on: loop) { recorder.closed != nil })
-            #expect(try onLoop(loop) { recorder.closed == .some("TLS: hostname mismatch") && recorder.received.isEmpty })
+            #expect(try onLoop(loop) { recorder.closed == .failed("TLS: hostname mismatch") && recorder.received.isEmpty })
         }
     }
 
@@ -118,7 +118,7 @@ struct LoopStreamTests {
         try withRunningLoop { loop in
             let recorder = try Self.stream(loop, LoopServer(tls: nil, answer: nil), tls: (context, "localhost"), timeout: 100_000_000, writing: "x")
             #expect(try eventually(on: loop) { recorder.closed != nil })
-            #expect(try onLoop(loop) { recorder.closed == .some("the connection was not up within 100 ms") })
+            #expect(try onLoop(loop) { recorder.closed == .timedOut })
         }
     }
 

@@ -35,6 +35,18 @@ struct ProxyConnectionTests {
             }
             if descriptor >= 0 { Glibc.close(descriptor) }
         }
+        /// The upstream's end of connection `index` goes with the request it was sent still unread:
+        /// the proxy reads a reset (ECONNRESET), not an end of file.
+        func reset(_ index: Int) {
+            close(index)
+        }
+
+        /// The upstream's end of connection `index` stops reading: a write to it fails (EPIPE)
+        /// with nothing taken, as one to a peer that reset the connection does.
+        func shutDownReading(_ index: Int) {
+            let descriptor = state.withLockedValue { $0.made[index] }
+            if descriptor >= 0 { shutdown(descriptor, Int32(SHUT_RD)) }
+        }
         func failNext(unreachable: Int = 0, closedAtOnce: Int = 0) {
             state.withLockedValue {
                 $0.unreachable = unreachable
@@ -79,7 +91,11 @@ struct ProxyConnectionTests {
         let loop: EpollLoop
 
         /// `later`: what the token service answers after the first token.
-        init(upstreamTimeout: Int = 30, tokenWait: Int = 5, later: ScriptedTokenFetcher.Step = .success) throws {
+        /// `tcpClient`: the client's connection is TCP on loopback (where a reset exists), not a socketpair.
+        init(
+            upstreamTimeout: Int = 30, tokenWait: Int = 5, later: ScriptedTokenFetcher.Step = .success, tcpClient: Bool = false,
+            budget: MemoryBudget = MemoryBudget(total: 16 << 20)
+        ) throws {
             let loop = try EpollLoop()
             self.loop = loop
             let quiet = Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() })
@@ -96,14 +112,13 @@ struct ProxyConnectionTests {
                     ProxyRouteTests.first, upstream: "http://127.0.0.1:8080/base/",
                     extra: ["proxy.upstreamTimeoutSec": "\(upstreamTimeout)", "proxy.tokenWaitSec": "\(tokenWait)"]),
                 connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), metrics: ProxyRouteTests.NoMetrics(),
-                logger: quiet, connector: { _, loop in upstreams.connect(on: loop) })
+                logger: quiet, budget: budget, connector: { _, loop in upstreams.connect(on: loop) })
             let worker = ProxyWorker(loop: loop, proxy: proxy, peers: .unixSocket, open: OpenConnections())
             self.worker = worker
-            let (ours, theirs) = Upstreams.pair()
+            let (ours, theirs) = tcpClient ? Self.tcpPair() : Upstreams.pair()
             client = theirs
             connection = ProxyConnection(try LoopSocket(adopting: ours, on: loop), proxy: proxy, worker: worker)
-            connection.connection.identified(as: PeerCredentials(pid: 1, uid: 1000, gid: 1000), allowed: true)
-            connection.enter(.idle)
+            connection.admit(PeerCredentials(pid: 1, uid: 1000, gid: 1000))
         }
 
         deinit {
@@ -111,6 +126,27 @@ struct ProxyConnectionTests {
             worker.pool.closeIdle()
             close(client)
             for made in upstreams.made where made >= 0 { close(made) }
+        }
+
+        /// Both ends of a TCP connection on loopback: the server's (accepted), then the client's.
+        static func tcpPair() -> (Int32, Int32) {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    precondition(bind(listener, $0, length) == 0 && listen(listener, 1) == 0 && getsockname(listener, $0, &length) == 0)
+                }
+            }
+            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { precondition(connect(client, $0, length) == 0) }
+            }
+            let server = accept(listener, nil, nil)
+            close(listener)
+            return (server, client)
         }
 
         func run() {
@@ -297,7 +333,7 @@ struct ProxyConnectionTests {
         harness.upstreams.close(0)
         harness.run()
         #expect(harness.clientSaw.hasSuffix("part"), "what was queued went out first")
-        #expect(harness.connection.phase == .lingering, "the client learns of the failure by the close (FIN after the queue)")
+        #expect(!harness.connection.isOpen, "the client learns of the failure by the close (a reset on TCP: ProxyResetTests)")
         #expect(Harness.written(harness.client) == nil, "the proxy closed its end")
     }
 
@@ -374,13 +410,67 @@ struct ProxyConnectionTests {
     func budgetGivenBackAtTheClose() throws {
         let harness = try Harness()
         harness.send(Self.request)
-        #expect(harness.proxy.budget.used(by: 1000) == 5, "the body kept for a replay")
+        #expect(
+            harness.proxy.budget.used(by: 1000) == 5 + ProxyUpstream.reservation(tls: false),
+            "the body kept for a replay, and the upstream connection")
         shutdown(harness.client, Int32(SHUT_RDWR))
         harness.run()
         #expect(!harness.connection.isOpen)
         #expect(harness.proxy.budget.used(by: 1000) == 0, "given back with the close")
         harness.answer(Self.answer)
         #expect(harness.proxy.budget.used == 0, "given back once, not twice")
+    }
+
+    @Test("TENANT12: a peer whose share of the budget is full gets 503 overBudget, and the connection goes on")
+    func TENANT12_overBudget() throws {
+        // A quarter of 4 KiB per uid: less than one upstream connection's reservation.
+        let harness = try Harness(budget: MemoryBudget(total: 4 * 1024))
+        harness.send("GET /a HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        let answer = harness.clientSaw
+        #expect(answer.hasPrefix("HTTP/1.1 503 ") && answer.contains(#""error":"overBudget""#) && answer.contains("Retry-After: 1"), "\(answer)")
+        #expect(harness.upstreams.made.isEmpty, "no connection was made for it")
+        #expect(harness.connection.isOpen, "the request was read whole: the connection goes on")
+        #expect(harness.proxy.budget.used == 0, "nothing is held for the refused request")
+    }
+
+    @Test("TENANT12: a pooled connection is charged to the pool while it waits and to the peer whose request it carries")
+    func TENANT12_poolCharged() throws {
+        let harness = try Harness()
+        harness.send("GET /a HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        let reservation = ProxyUpstream.reservation(tls: false)
+        #expect(harness.proxy.budget.used(by: 1000) == reservation, "the peer's while its request is on it")
+        harness.answer(Self.answer)
+        #expect(harness.proxy.budget.used(by: 1000) == 0 && harness.proxy.budget.used(by: .pool) == reservation, "the pool's while it waits")
+        harness.send("GET /b HTTP/1.1\r\nHost: app.example\r\n\r\n")
+        #expect(harness.proxy.budget.used(by: 1000) == reservation && harness.proxy.budget.used(by: .pool) == 0, "the peer's again")
+        harness.worker.pool.closeIdle()
+        harness.answer(Self.answer)
+        harness.worker.pool.closeIdle()
+        #expect(harness.proxy.budget.used == 0, "given back when the connection closes")
+    }
+
+    @Test("TENANT12: a head arriving in pieces, and answers the client does not read, are charged to the peer while they wait")
+    func TENANT12_partialHeadsCharged() throws {
+        let harness = try Harness()
+        let part = "GET /a HTTP/1.1\r\nHost: app.exa"
+        harness.send(part)
+        #expect(harness.proxy.budget.used(by: 1000) == part.utf8.count, "the head so far")
+        harness.send("mple\r\n\r\n")
+        let reservation = ProxyUpstream.reservation(tls: false)
+        #expect(harness.proxy.budget.used(by: 1000) == reservation, "the head went upstream: only the connection's share")
+        // An answer far larger than the socket buffers, which the client does not read: the
+        // upstream sends what the proxy takes until nothing more goes.
+        harness.answer("HTTP/1.1 200 OK\r\nContent-Length: \(4 << 20)\r\n\r\n")
+        let chunk = [UInt8](repeating: UInt8(ascii: "a"), count: 16384)
+        var stalled = 0
+        while stalled < 3 {
+            let sent = chunk.withUnsafeBytes { send(harness.upstreams.made[0], $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+            harness.run()
+            stalled = sent > 0 ? 0 : stalled + 1
+        }
+        let queued = harness.connection.socket.queuedBytes
+        #expect(queued > 0, "the client's queue holds what it did not read")
+        #expect(harness.proxy.budget.used(by: 1000) == reservation + queued, "charged to the peer while it waits")
     }
 
     @Test("A pooled connection the upstream closed is not used: the next request goes on a new one and is answered")

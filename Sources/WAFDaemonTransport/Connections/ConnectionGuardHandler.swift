@@ -2,46 +2,24 @@ import Logging
 import NIOCore
 import NIOHTTP1
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-/// The first word on every connection: who is there (SO_PEERCRED, before any byte is passed on,
-/// so that nothing is answered to a peer not yet checked), and how long it may take. Between
-/// requests the idle timeout runs; while a request arrives, the request timeout (408).
+/// The first word on every connection of the socket API: who is there (SO_PEERCRED, before any
+/// byte is passed on, so that nothing is answered to a peer not yet checked), and how long it may
+/// take. The decisions are the `ConnectionGuard`'s, as the proxy's connections' are: this handler
+/// performs them on NIO's pipeline.
 package final class ConnectionGuardHandler: ChannelDuplexHandler {
     package typealias InboundIn = ByteBuffer
     package typealias InboundOut = ByteBuffer
     package typealias OutboundIn = ByteBuffer
     package typealias OutboundOut = ByteBuffer
 
-    private enum Phase {
-        /// Between requests: the idle timeout runs (after a stop began, the drain window).
-        case idle
-        /// Part of a request arrived: the request timeout runs.
-        case receiving
-        /// A request is being answered (or streamed): no timeout.
-        case serving
-        /// Closing cleanly: our side has said its last (FIN); what the peer still sends is read
-        /// and dropped until it closes too or the linger time passes.
-        case lingering
-    }
-
-    /// How long a clean close waits for the peer to close its side.
-    static let linger = TimeAmount.seconds(1)
-
     private let owner: any ConnectionGuardContext
     private let connection: ConnectionState
     private let peer: PeerCredentialsSource
-    private var phase = Phase.idle
+    private var guardian = ConnectionGuard()
+    /// Bytes that arrived before the peer was checked.
     private var held: ByteBuffer?
-    /// The idle or the request timeout, whichever the phase runs.
+    /// The phase's timeout, at the guard's deadline.
     private let timeout = MovingTimeout()
-    /// After a stop began (nil before), until when a kept-alive connection between requests may
-    /// still send one; once it began, a connection closes when its answer is done.
-    private var drainUntil: NIODeadline?
-    /// Whom the listener's limits counted this connection for, and in which bucket.
-    private var admitted: (peer: ListenerLimits.Peer, allowed: Bool)?
 
     package init(owner: any ConnectionGuardContext, connection: ConnectionState, peer: PeerCredentialsSource) {
         self.owner = owner
@@ -50,6 +28,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     }
 
     package func channelActive(context: ChannelHandlerContext) {
+        guardian.accepted(now: Self.now(context), settings: owner.connectionSettings)
         armTimer(context)
         readPeerCredentials(context)
         context.fireChannelActive()
@@ -57,8 +36,7 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
 
     package func channelInactive(context: ChannelHandlerContext) {
         timeout.cancel()
-        if let admitted { owner.limits.release(admitted.peer, allowed: admitted.allowed) }
-        admitted = nil
+        if let admitted = guardian.ended() { owner.limits.release(admitted.peer, allowed: admitted.allowed) }
         context.fireChannelInactive()
     }
 
@@ -84,32 +62,21 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
             } else {
                 nil
             }
-        guard let admitted = owner.limits.admit(known, as: key, for: owner) else {
-            // Closed at once (TENANT-6).
-            held = nil
-            closeCleanly(context)
-            return
-        }
-        self.admitted = admitted
-        connection.identified(as: known, allowed: admitted.allowed)
-        // The idle time was armed before anyone knew whether the peer is let in.
-        if phase == .idle { armTimer(context) }
-        if let held {
-            self.held = nil
-            context.fireChannelRead(wrapInboundOut(held))
-        }
+        let admission = owner.limits.admit(known, as: key, for: owner)
+        if let admission { connection.identified(as: known, allowed: admission.allowed) }
+        perform(guardian.admitted(admission, now: Self.now(context), settings: owner.connectionSettings), context)
+        guard admission != nil, let held else { return }
+        self.held = nil
+        context.fireChannelRead(wrapInboundOut(held))
     }
 
     // MARK: Inbound
 
     package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        // Read and dropped: unread, it would turn the close into a reset the client cannot tell
-        // from a request that failed midway.
-        if phase == .lingering { return }
-        if phase == .idle {
-            phase = .receiving
-            armTimer(context)
-        }
+        // Read and dropped while lingering: unread, it would turn the close into a reset the
+        // client cannot tell from a request that failed midway.
+        guard guardian.bytesArrived(now: Self.now(context), settings: owner.connectionSettings) else { return }
+        armTimer(context)
         guard connection.peer == nil else {
             context.fireChannelRead(data)
             return
@@ -121,10 +88,8 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
 
     package func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let stop = event as? ServerShutdownEvent {
-            // Graceful stop: what is under way is answered, then closed; a connection between
-            // requests gets the drain window for its next one.
-            drainUntil = min(context.eventLoop.now + stop.drainWindow, stop.deadline)
-            if phase == .idle { armTimer(context) }
+            guardian.stopBegan(now: Self.now(context), deadline: stop.deadline.uptimeNanoseconds, settings: owner.connectionSettings)
+            armTimer(context)
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -138,20 +103,27 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
         }
         switch event {
         case .requestStarted:
-            phase = .serving
+            guardian.requestStarted()
         case .responseFinished(let partial):
-            phase = partial ? .receiving : .idle
-            if drainUntil != nil && !partial {
-                closeCleanly(context)
-                promise?.succeed(())
-                return
-            }
+            perform(guardian.responseFinished(partial: partial, now: Self.now(context), settings: owner.connectionSettings), context)
         }
         armTimer(context)
         promise?.succeed(())
     }
 
-    // MARK: Closing cleanly
+    // MARK: Performing the guard's decisions
+
+    private func perform(_ action: ConnectionGuard.Action, _ context: ChannelHandlerContext) {
+        switch action {
+        case .none: armTimer(context)
+        case .closeCleanly: closeCleanly(context)
+        case .reject(let error): reject(error, context)
+        case .close:
+            held = nil
+            timeout.cancel()
+            context.close(mode: .all, promise: nil)
+        }
+    }
 
     /// Every close of a live connection that the connection's own handlers ask for (an answer with
     /// `Connection: close`, a refusal, the idle timeout, the drain window's end) goes out as a
@@ -165,53 +137,45 @@ package final class ConnectionGuardHandler: ChannelDuplexHandler {
     }
 
     package func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        guard mode == .all, promise == nil, phase != .lingering, context.channel.isActive else {
+        guard mode == .all, promise == nil, context.channel.isActive,
+            guardian.closing(now: Self.now(context), queued: true, settings: owner.connectionSettings)
+        else {
             return context.close(mode: mode, promise: promise)
         }
-        phase = .lingering
         held = nil
+        armTimer(context)
         context.close(mode: .output).assumeIsolated().whenComplete { result in
             switch result {
-            case .success: self.armTimer(context)
+            case .success:
+                self.guardian.outputClosed(now: Self.now(context))
+                self.armTimer(context)
             case .failure: context.close(mode: .all, promise: nil)  // no half-close here: a plain close
             }
         }
     }
 
-    // MARK: Timeouts
-
     private func armTimer(_ context: ChannelHandlerContext) {
         // A late answer on a closed connection arms nothing: a timer would keep it alive.
         guard context.channel.isActive else { return timeout.cancel() }
-        let settings = owner.connectionSettings
-        let end: NIODeadline? =
-            switch phase {
-            case .serving: nil
-            // A refused peer has the request timeout to ask for its 403, not the idle timeout.
-            case .idle: drainUntil ?? context.eventLoop.now + (connection.allowed ? settings.idleTimeout : settings.requestTimeout)
-            case .receiving: context.eventLoop.now + settings.requestTimeout
-            case .lingering: context.eventLoop.now + Self.linger
-            }
-        timeout.move(to: end, on: context.eventLoop, expired: { self.timedOut(context) })
+        timeout.move(to: guardian.deadline.map { NIODeadline.uptimeNanoseconds($0) }, on: context.eventLoop, expired: { self.timedOut(context) })
     }
 
     private func timedOut(_ context: ChannelHandlerContext) {
-        switch phase {
-        case .idle: closeCleanly(context)
-        case .receiving: reject(.timedOut, context)
-        case .serving: break
-        case .lingering: context.close(mode: .all, promise: nil)
-        }
+        perform(guardian.expired(), context)
     }
 
     /// Answers an error in front of everything else (nothing is being answered then) and closes.
     private func reject(_ refusal: DaemonError, _ context: ChannelHandlerContext) {
         timeout.cancel()
         held = nil
-        phase = .serving
+        guardian.requestStarted()
         let reply = refusal.reply
         let bytes = reply.encoded(keepAlive: false, allocator: context.channel.allocator)
         owner.requestCounting.countRequests(endpoint: "-", status: reply.status.code)
         context.writeAndFlush(wrapOutboundOut(bytes)).assumeIsolated().whenComplete { _ in self.closeCleanly(context) }
+    }
+
+    private static func now(_ context: ChannelHandlerContext) -> UInt64 {
+        context.eventLoop.now.uptimeNanoseconds
     }
 }

@@ -83,19 +83,14 @@ package enum ConnectionEvent: Sendable {
 }
 
 /// Sent through every connection's pipeline when the daemon stops: what is under way is answered
-/// by `deadline`, with `Connection: close`; a kept-alive connection between requests has
-/// `drainWindow` to send its next request, which is answered the same way, and is then closed
-/// cleanly (docs/systemd.md, "Restarts that consumers do not see").
+/// by `deadline`, with `Connection: close`; a kept-alive connection between requests has the
+/// guard's drain window (`ConnectionGuard.drainWindow`) to send its next request, which is
+/// answered the same way, and is then closed cleanly (docs/systemd.md, "Restarts that consumers
+/// do not see").
 package struct ServerShutdownEvent: Sendable {
     package let deadline: NIODeadline
-    package let drainWindow: TimeAmount
 
-    /// A kept-alive client under load sends its next request within milliseconds: it gets an
-    /// answer instead of a close it must retry after. One idle for longer is closed.
-    package static let defaultDrainWindow = TimeAmount.milliseconds(250)
-
-    package init(deadline: NIODeadline, drainWindow: TimeAmount = defaultDrainWindow) {
+    package init(deadline: NIODeadline) {
         self.deadline = deadline
-        self.drainWindow = drainWindow
     }
 }

@@ -68,6 +68,8 @@ package enum DaemonError: Error, Equatable, Sendable {
     case upstreamTimedOut(seconds: Int64)
     case upstreamClosed
     case upstreamUnreachable(url: String)
+    /// 503: the peer's connections hold their share of `limits.bufferedBytes` (TENANT-12).
+    case overBudget
 
     /// A line ending in a bare LF, in the words every listener uses.
     package static let bareLineFeed = DaemonError.malformed("a line ends in a bare LF; HTTP lines end in CRLF")
@@ -81,7 +83,7 @@ package enum DaemonError: Error, Equatable, Sendable {
         case badWait, badLifecycle, badCookiePath, badForwardedHeaders
         case noToken, noTokenWithinAuthWait, fetchFailed, identityChanged, waitTimedOut, cookieOff, noCookie
         case stopping, unresponsive, notReady
-        case upstreamTimedOut, upstreamClosed, upstreamUnreachable
+        case upstreamTimedOut, upstreamClosed, upstreamUnreachable, overBudget
     }
 
     package var kind: Kind {
@@ -121,13 +123,16 @@ package enum DaemonError: Error, Equatable, Sendable {
         case .upstreamTimedOut: .upstreamTimedOut
         case .upstreamClosed: .upstreamClosed
         case .upstreamUnreachable: .upstreamUnreachable
+        case .overBudget: .overBudget
         }
     }
 
-    /// The answer: a status, JSON `{"error", "message"}`, and the headers the case needs.
+    /// The answer: a status, JSON `{"error", "reason", "message"}`, and the headers the case
+    /// needs. `error` is the code scripts matched on before `reason` existed (several cases share
+    /// `badRequest` or `forbidden`); `reason` is the case's own name, stable and one per case.
     package var reply: HTTPReply {
         let (status, code, message, headers) = parts
-        return .json(status, ["error": code, "message": message], headers: headers)
+        return .json(status, ["error": code, "reason": kind.rawValue, "message": message], headers: headers)
     }
 
     /// The `error` field of the answer's JSON: what scripts match on.
@@ -200,6 +205,11 @@ package enum DaemonError: Error, Equatable, Sendable {
         case .upstreamTimedOut(let seconds): return (.gatewayTimeout, "upstreamTimeout", "the upstream did not answer within \(seconds) s", [])
         case .upstreamClosed: return (.badGateway, "upstreamClosed", "the upstream closed the connection before answering", [])
         case .upstreamUnreachable(let url): return (.badGateway, "upstreamUnreachable", "cannot reach the upstream \(url)", [])
+        case .overBudget:
+            return (
+                .serviceUnavailable, "overBudget",
+                "this user's connections hold their share of the daemon's buffers (limits.bufferedBytes); retry shortly", again
+            )
         }
     }
 }

@@ -47,17 +47,21 @@ package struct HTTPReply: Sendable {
 
     /// The head for a writer above NIO's HTTP codec (the socket API's routes, its protocol errors).
     package func head(version: HTTPVersion = .http1_1, keepAlive: Bool) -> HTTPResponseHead {
-        HTTPResponseHead(version: version, status: status, headers: HTTPHeaders(fields(keepAlive: keepAlive)))
+        HTTPHeadWriter.head(status: status, fields: fields(keepAlive: keepAlive), version: version)
     }
 
     /// The whole response as bytes, for writers below an HTTP codec (the fast path, the proxy, 408s).
     package func encoded(keepAlive: Bool, date: String = HTTPReply.date(), headOnly: Bool = false, allocator: ByteBufferAllocator) -> ByteBuffer {
         var buffer = allocator.buffer(capacity: body.count + 256)
-        buffer.writeString("HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n")
-        for (name, value) in fields(keepAlive: keepAlive, date: date) { buffer.writeString("\(name): \(value)\r\n") }
-        buffer.writeString("\r\n")
+        HTTPHeadWriter.write(status: status, fields: fields(keepAlive: keepAlive, date: date), into: &buffer)
         if !headOnly { buffer.writeBytes(body) }
         return buffer
+    }
+
+    /// The head of an event stream (`text/event-stream`, no length: it lasts as long as the stream).
+    package static func eventStreamHead(version: HTTPVersion) -> HTTPResponseHead {
+        HTTPHeadWriter.head(
+            status: .ok, fields: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("Date", HTTPReply.date())], version: version)
     }
 
     /// The `Date` header's value for `seconds` since the epoch (RFC 9110 IMF-fixdate, in the C

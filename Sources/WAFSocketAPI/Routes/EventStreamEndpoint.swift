@@ -36,11 +36,8 @@ extension APIHandler {
             wants = allowed
             stillAllowed = listenerAllows
         }
-        let headers = HTTPHeaders([
-            ("Content-Type", "text/event-stream"), ("Cache-Control", "no-store"), ("Date", HTTPReply.date()),
-        ])
         let version = HTTPVersion(major: 1, minor: head.version.minor == 0 ? 0 : 1)
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: version, status: .ok, headers: headers))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPReply.eventStreamHead(version: version))), promise: nil)
         api.metrics.countRequests(endpoint: "/v1/events", status: 200)
         let bound = NIOLoopBound((handler: self, context: context), eventLoop: context.eventLoop)
         // Subscribe before reading the current state: a change in between is sent twice, never lost.

@@ -16,12 +16,12 @@ import Foundation
 extension ProxyConnection {
     // MARK: Challenges
 
-    /// A challenge's whole answer is held (`exchange.held`): passed on, replayed, or a refresh first.
+    /// A challenge's whole answer is held (by the machine): passed on, replayed, or a refresh first.
     func challenged(_ exchange: ProxyExchange) {
         let current = proxy.token(for: exchange.route)
         switch machine.challenged(sentToken: exchange.sentToken, currentToken: current, mayKeep: mayKeepConnection) {
-        case .passOn(let ending):
-            passOn(exchange, ending)
+        case .passOn(let ending, let held):
+            passOn(held, ending)
         case .replay(let token):
             replay(exchange, with: token)
         case .refresh:
@@ -30,7 +30,7 @@ extension ProxyConnection {
                 defer { settle() }
                 switch machine.refreshed(token, sentToken: exchange.sentToken, for: exchange, mayKeep: mayKeepConnection) {
                 case .replay(let token): replay(exchange, with: token)
-                case .passOn(let ending): passOn(exchange, ending)
+                case .passOn(let ending, let held): passOn(held, ending)
                 case .refresh: preconditionFailure("a refresh after a refresh")
                 case nil: return
                 }
@@ -39,17 +39,14 @@ extension ProxyConnection {
     }
 
     private func replay(_ exchange: ProxyExchange, with token: String) {
-        exchange.held = nil
         proxy.board.replays.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, "replay")
         connect(exchange, token: token)
     }
 
     /// The held answer to the client as the upstream sent it.
-    private func passOn(_ exchange: ProxyExchange, _ ending: ProxyConnectionMachine<ProxyExchange>.Ending) {
-        guard let answer = exchange.held else { preconditionFailure("a challenge passed on without its answer") }
-        exchange.held = nil
-        if ending.tellGuard { tellGuard() }
+    private func passOn(_ answer: ProxyConnectionMachine<ProxyExchange, ProxyUpstream>.HeldAnswer, _ ending: Ending) {
+        if ending.tellGuard { requestStarted() }
         sendHead(answer.head, answer.framing, answer.clientFraming, keepAlive: ending.keepAlive)
         if answer.body.readableBytes > 0 { socket.write(answer.body) }
         finish(ending)
@@ -63,37 +60,43 @@ extension ProxyConnection {
         // answers; every end of those waits stops it, and should one be missed, a timer that fires
         // with nothing waited on must find nothing to fail, not trap.
         guard machine.waitsOnUpstream || machine.request.map(machine.isConnecting) == true else { return }
-        upstreamFailed(.timeout, nil)
+        upstreamFailed(.timeout)
     }
 
     /// Why the upstream gave no answer; the name is the metrics event's.
     enum UpstreamFailure: String {
         case timeout, closed, unreachable
+        /// Not the upstream's doing: the peer's share of the memory budget cannot take another
+        /// upstream connection (TENANT-12).
+        case overBudget
     }
 
-    /// The upstream cannot answer: 502 (unreachable, closed) or 504 (timed out) while nothing of
-    /// an answer went out; a closed client connection otherwise.
-    func upstreamFailed(_ kind: UpstreamFailure, _ error: (any Error)?) {
+    /// The upstream cannot answer: 502 (unreachable, closed), 504 (timed out) or 503 (the
+    /// peer's share of the budget is full) while nothing of an answer went out; a reset of the
+    /// client's connection otherwise.
+    func upstreamFailed(_ kind: UpstreamFailure) {
         guard let exchange = machine.request else { return }
         stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
         proxy.metrics.countProxyEvent(provider: proxy.providerName, kind.rawValue)
-        exchange.dropUpstream()
-        let ending: ProxyConnectionMachine<ProxyExchange>.Ending
+        let ending: Ending
         switch machine.upstreamFailed(mayKeep: mayKeepConnection) {
-        case .closeClient(let exchange): return closeClient(exchange)
-        case .answer(let answer): ending = answer
+        case .closeClient(let exchange, let connection):
+            connection?.close()
+            return closeClient(exchange, reset: true)
+        case .answer(let answer):
+            ending = answer
         }
-        let detail = error.map { ": \($0)" } ?? ""
         // Once a minute per kind of failure, with how many there were: an upstream that is down
         // fails every request, and one line each would fill the journal (the metric counts them all).
         proxy.limits.log(
-            "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)\(detail)",
+            "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)",
             metadata: ["upstream": "\(exchange.route.settings.upstream.url)"], logger: proxy.logger)
         switch kind {
         case .timeout: answerError(.upstreamTimedOut(seconds: exchange.route.settings.upstreamTimeout.components.seconds), ending)
         case .closed: answerError(.upstreamClosed, ending)
         case .unreachable: answerError(.upstreamUnreachable(url: "\(exchange.route.settings.upstream.url)"), ending)
+        case .overBudget: answerError(.overBudget, ending)
         }
     }
 
@@ -101,9 +104,9 @@ extension ProxyConnection {
 
     /// An answer of the proxy's own, an error of the catalog, to the request `ending` ended.
     /// `headOnly`: it answers a HEAD (when not given, the request says).
-    func answerError(_ error: DaemonError, _ ending: ProxyConnectionMachine<ProxyExchange>.Ending, headOnly: Bool? = nil) {
+    func answerError(_ error: DaemonError, _ ending: Ending, headOnly: Bool? = nil) {
         guard isOpen else { return }
-        if ending.tellGuard { tellGuard() }
+        if ending.tellGuard { requestStarted() }
         let reply = error.reply
         count(reply.status)
         // A HEAD gets the head alone: a body after it would be read as the next answer.
@@ -141,7 +144,8 @@ extension ProxyConnection {
     }
 
     /// The answer is complete (the machine has moved on): the next request, or the connection's end.
-    func finish(_ ending: ProxyConnectionMachine<ProxyExchange>.Ending) {
+    func finish(_ ending: Ending) {
+        if let (connection, pool) = ending.upstream { release(connection, pool: pool) }
         ending.request?.end()
         guard isOpen else { return }
         guard ending.keepAlive else { return closeCleanly() }
@@ -150,11 +154,16 @@ extension ProxyConnection {
     }
 
     /// The connection cannot go on (part of an answer went out, or the request's body is broken
-    /// after part of it went upstream; the machine is closed): both sides close.
-    func closeClient(_ exchange: ProxyExchange) {
+    /// after part of it went upstream; the machine is closed): both sides close. `reset`: the
+    /// answer was cut short by the upstream, which the client learns by a reset (on TCP; a Unix
+    /// socket has none), never by a clean end it could take for the answer's; otherwise cleanly,
+    /// as every close the connection asks for: what is queued goes out, then FIN.
+    func closeClient(_ exchange: ProxyExchange, reset: Bool = false) {
         stopStallTimer()
         exchange.end()
-        // Cleanly, as every close the connection asks for: what is queued goes out, then FIN.
-        closeCleanly()
+        guard reset else { return closeCleanly() }
+        socket.flush()
+        socket.abort()
+        ended()
     }
 }

@@ -6,61 +6,53 @@ import WAFProxyLoop
 import Glibc
 #endif
 
-/// Where a connection is, for its guard's timeouts.
-enum GuardPhase {
-    /// Between requests: the idle timeout runs (after a stop began, the drain window).
-    case idle
-    /// Part of a request arrived: the request timeout runs.
-    case receiving
-    /// A request is being answered (or streamed): no timeout.
-    case serving
-    /// Closing cleanly: our side said its last (FIN) or is about to; what the peer still sends
-    /// is read and dropped until it closes too or the linger time passes.
-    case lingering
-}
-
-/// The connection's guard, as the socket API's `ConnectionGuardHandler` is for its own: who the
-/// peer is (before any byte is read, so that nothing is answered to a peer not yet checked), how
-/// many connections it holds, how long it may take, and a clean close.
+/// The connection's guard: who the peer is (before any byte is read, so that nothing is answered
+/// to a peer not yet checked), how many connections it holds, how long it may take, and a clean
+/// close. The decisions are the `ConnectionGuard`'s, as the socket API's connections' are; this
+/// performs them on the loop.
 extension ProxyConnection {
-    /// How long a clean close waits for the peer to close its side.
-    static let linger: UInt64 = 1_000_000_000
+    /// Where the connection is, for its guard's timeouts.
+    var phase: ConnectionGuard.Phase { guardian.phase }
 
     /// Who the peer is and whether it may stay: called once, as the connection is accepted.
     func start() {
-        // Fail closed: without credentials nobody is let in, now or on any later request.
-        let known = worker.peers.credentials(of: socket.descriptor)
-        // Closed at once when the listener's limits are full (TENANT-6).
-        guard let counted = proxy.limits.admit(known, for: proxy) else { return closeCleanly() }
-        admitted = counted
-        connection.identified(as: known, allowed: counted.allowed)
-        // The idle time, or a refused peer's request time, from now.
-        enter(.idle)
+        admit(worker.peers.credentials(of: socket.descriptor))
+    }
+
+    /// `known`: the peer's credentials (nil: the kernel could not say, and nobody is let in).
+    func admit(_ known: PeerCredentials?) {
+        let now = EpollLoop.now
+        let settings = proxy.connectionSettings
+        guardian.accepted(now: now, settings: settings)
+        // Counted by the listener's limits; over them, closed at once (TENANT-6).
+        let admission = proxy.limits.admit(known, for: proxy)
+        if let admission { connection.identified(as: known, allowed: admission.allowed) }
+        perform(guardian.admitted(admission, now: now, settings: settings))
     }
 
     /// The daemon stops: what is under way is answered, then closed; a connection between
     /// requests gets the drain window for its next one (docs/systemd.md).
     func stopBegan(deadline: UInt64) {
-        drainUntil = min(EpollLoop.now + Self.drainWindow, deadline)
-        if phase == .idle { enter(.idle) }
+        guardian.stopBegan(now: EpollLoop.now, deadline: deadline, settings: proxy.connectionSettings)
     }
 
-    /// A kept-alive client under load sends its next request within milliseconds: it gets an
-    /// answer instead of a close it must retry after.
-    static let drainWindow = ServerShutdownEvent.defaultDrainWindow.loopNanoseconds
-
-    /// A request head arrived: it is being served, no timeout applies.
+    /// A request head arrived: it is being served, no timeout applies. (The serving phase, one per
+    /// request, reads neither the clock nor the settings, a lock on the route in force.)
     func requestStarted() {
-        guard phase != .lingering else { return }
-        enter(.serving)
+        guardian.requestStarted()
     }
 
     /// The answer is complete; idle time starts (or, once a stop began, the connection closes),
     /// unless part of the next request is already there: then its request time starts.
     func responseFinished(partialRequestPending partial: Bool) {
-        guard phase != .lingering else { return }
-        enter(partial ? .receiving : .idle)
-        if drainUntil != nil, !partial { closeCleanly() }
+        perform(guardian.responseFinished(partial: partial, now: EpollLoop.now, settings: proxy.connectionSettings))
+    }
+
+    /// Bytes from the client: false when they are dropped (the connection is closing).
+    func bytesArrived() -> Bool {
+        // Most reads come in the middle of a request: no clock, no settings then.
+        guard phase == .idle || phase == .lingering else { return true }
+        return guardian.bytesArrived(now: EpollLoop.now, settings: proxy.connectionSettings)
     }
 
     // MARK: Closing cleanly
@@ -71,13 +63,13 @@ extension ProxyConnection {
     /// kernel would send a reset instead: a client whose request crossed the close could not tell
     /// it was never read.
     func closeCleanly() {
-        guard isOpen, phase != .lingering else { return }
-        enter(.lingering)
+        guard isOpen, guardian.closing(now: EpollLoop.now, queued: socket.queuedBytes > 0, settings: proxy.connectionSettings) else { return }
         received = nil
         // Nothing more goes to the client but what is queued: the request in progress ends here.
-        if let exchange = machine.closed() {
+        if let closing = machine.closed() {
             stall.cancel()
-            exchange.end()
+            closing.upstream?.close()
+            closing.request.end()
         }
         socket.flush()
         guard isOpen else { return }
@@ -90,45 +82,31 @@ extension ProxyConnection {
     func shutDownOutput() {
         guard isOpen else { return }
         guard shutdown(socket.descriptor, Int32(SHUT_WR)) == 0 else { return ended() }
-        deadline = EpollLoop.now + Self.linger
+        guardian.outputClosed(now: EpollLoop.now)
     }
 
     // MARK: Timeouts
-
-    /// The connection moves to `new`, whose timeout ends a fixed time from now.
-    func enter(_ new: GuardPhase) {
-        phase = new
-        // The serving phase, one per request, has no deadline: it reads neither the clock nor the
-        // settings (a lock on the route in force).
-        guard new != .serving else { return deadline = nil }
-        let settings = proxy.connectionSettings
-        let now = EpollLoop.now
-        switch new {
-        case .serving: deadline = nil
-        // A refused peer has the request timeout to ask for its 403, not the idle timeout.
-        case .idle: deadline = drainUntil ?? now + (connection.allowed ? settings.idleTimeout : settings.requestTimeout).loopNanoseconds
-        case .receiving: deadline = now + settings.requestTimeout.loopNanoseconds
-        // What is queued may take the idle time to go out; the FIN, the linger time.
-        case .lingering: deadline = now + (socket.queuedBytes > 0 ? settings.idleTimeout.loopNanoseconds : Self.linger)
-        }
-    }
 
     /// The phase's timeout, set once at the end of each event (`settle`), not at each change of
     /// phase: a request that arrives whole goes from idle to receiving to serving in one read, and
     /// the request timeout, earlier than the idle one, would otherwise be scheduled and cancelled
     /// for every request.
     func armTimer() {
-        timeout.move(to: isOpen ? deadline : nil)
+        timeout.move(to: isOpen ? guardian.deadline : nil)
     }
 
     func timedOut() {
         guard isOpen else { return }
         defer { settle() }
-        switch phase {
-        case .idle: closeCleanly()
-        case .receiving: reject(.timedOut)
-        case .serving: break
-        case .lingering: ended()
+        perform(guardian.expired())
+    }
+
+    private func perform(_ action: ConnectionGuard.Action) {
+        switch action {
+        case .none: break
+        case .closeCleanly: closeCleanly()
+        case .reject(let error): reject(error)
+        case .close: ended()
         }
     }
 

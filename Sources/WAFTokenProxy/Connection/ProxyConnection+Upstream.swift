@@ -3,7 +3,7 @@ import WAFHTTPWire
 import WAFProxyLoop
 
 /// Sending the request upstream, and the upstream's answer: passed on as it arrives, or, for a
-/// challenge, kept while a new token is found and the request replayed once.
+/// challenge, held while a new token is found and the request replayed once.
 extension ProxyConnection: UpstreamDelegate {
     // MARK: Sending it upstream
 
@@ -30,33 +30,37 @@ extension ProxyConnection: UpstreamDelegate {
     /// without a callback (most requests), or a new one when it is under way.
     func connect(_ exchange: ProxyExchange, token: String?, fresh: Bool = false) {
         exchange.sentToken = token
-        if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route) { return connected(.success(pooled), exchange) }
+        if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route, account: exchange.account) {
+            return connected(.connected(pooled), exchange)
+        }
         // A name's lookup has no timeout of its own: the upstream's bounds it, and the connect.
         armStallTimer(exchange)
-        let lookup = worker.pool.connect(exchange.route) { [self] result in
+        let lookup = worker.pool.connect(exchange.route, for: exchange.account) { [self] outcome in
             exchange.cancelLookup = nil
-            connected(result, exchange)
+            connected(outcome, exchange)
             settle()
         }
         if let lookup { exchange.cancelLookup = { [pool = worker.pool] in pool.cancelLookup(lookup) } }
     }
 
-    private func connected(_ result: Result<ProxyUpstream, ProxyUpstream.Failure>, _ exchange: ProxyExchange) {
-        switch result {
-        case .success(let upstream):
-            guard isOpen, let attach = machine.upstreamAttached(for: exchange, reused: upstream.reused) else {
+    private func connected(_ outcome: UpstreamPool.Outcome, _ exchange: ProxyExchange) {
+        switch outcome {
+        case .connected(let upstream):
+            guard isOpen, let attach = machine.upstreamAttached(for: exchange, upstream, reused: upstream.reused) else {
                 return worker.pool.release(upstream)
             }
             self.attach(upstream, attach, exchange)
-        case .failure(let failure):
-            if machine.isConnecting(exchange) { upstreamFailed(failure == .timeout ? .timeout : .unreachable, nil) }
+        case .failed(let failure):
+            if machine.isConnecting(exchange) { upstreamFailed(failure == .timeout ? .timeout : .unreachable) }
+        case .overBudget:
+            if machine.isConnecting(exchange) { upstreamFailed(.overBudget) }
         }
     }
 
-    private func attach(_ connection: ProxyUpstream, _ attach: ProxyConnectionMachine<ProxyExchange>.Attach, _ exchange: ProxyExchange) {
+    private func attach(_ connection: ProxyUpstream, _ attach: ProxyConnectionMachine<ProxyExchange, ProxyUpstream>.Attach, _ exchange: ProxyExchange)
+    {
         connection.delegate = self
         connection.expectAnswer(toHead: exchange.head.isHead, decodeChunks: exchange.head.minorVersion == 0)
-        exchange.upstream = connection
         let framing = attach.framing
         var request = ByteBuffer()
         request.reserveCapacity(exchange.head.bytes.readableBytes + 512)
@@ -89,11 +93,11 @@ extension ProxyConnection: UpstreamDelegate {
         case .head(let head, let framing):
             let clientFraming = ProxyRules.clientFraming(framing, clientMinorVersion: exchange.head.minorVersion)
             let challenge = ProxyRules.isChallenge(head)
-            switch machine.answerHeadArrived(challenge: challenge, clientFraming: clientFraming, mayKeep: mayKeepConnection) {
+            switch machine.answerHeadArrived(head, framing: framing, challenge: challenge, clientFraming: clientFraming, mayKeep: mayKeepConnection) {
             case .hold:
-                exchange.held = .init(head: head, framing: framing, clientFraming: clientFraming, body: ByteBuffer())
-            case .pass(let keepAlive):
-                answerBegins()
+                break
+            case .pass(let keepAlive, let tellGuard):
+                if tellGuard { requestStarted() }
                 sendHead(head, framing, clientFraming, keepAlive: keepAlive)
             }
             stopStallTimer()
@@ -108,19 +112,16 @@ extension ProxyConnection: UpstreamDelegate {
                 proxy.metrics.metCaptcha(provider: proxy.providerName)
             }
             armStallTimer(exchange)
-        case .body(var bytes):
+        case .body(let bytes):
             // A challenge's body is held within the memory budget only (TENANT-12).
             let mayHold = !machine.holdsChallenge || exchange.holding.grow(by: bytes.readableBytes)
-            switch machine.answerBodyArrived(bytes.readableBytes, mayHold: mayHold, mayKeep: mayKeepConnection) {
+            switch machine.answerBodyArrived(bytes, mayHold: mayHold, mayKeep: mayKeepConnection) {
             case .pass:
                 socket.write(bytes)
             case .hold:
-                exchange.held?.body.writeBuffer(&bytes)
-            case .passHeld(let keepAlive):
-                guard var held = exchange.held else { preconditionFailure("a challenge held without its answer") }
-                exchange.held = nil
-                held.body.writeBuffer(&bytes)
-                answerBegins()
+                break
+            case .passHeld(let held, let keepAlive, let tellGuard):
+                if tellGuard { requestStarted() }
                 sendHead(held.head, held.framing, held.clientFraming, keepAlive: keepAlive)
                 socket.write(held.body)
             }
@@ -128,11 +129,11 @@ extension ProxyConnection: UpstreamDelegate {
         case .end:
             stopStallTimer()
             switch machine.answerEnded() {
-            case .finish(let ending, let pool):
-                releaseUpstream(exchange, pool: pool)
+            case .finish(let ending):
                 finish(ending)
-            case .challenged(let pool):
-                releaseUpstream(exchange, pool: pool)
+            case .challenged(let upstream):
+                let (connection, pool) = upstream
+                release(connection, pool: pool)
                 challenged(exchange)
             }
         }
@@ -146,31 +147,31 @@ extension ProxyConnection: UpstreamDelegate {
         settle()
     }
 
-    func upstreamClosed(_ failure: ProxyUpstream.Failure) {
+    func upstreamClosed(_ upstream: ProxyUpstream, _ failure: ProxyUpstream.Failure) {
         defer { settle() }
         guard let exchange = machine.request, isOpen else { return }
-        switch machine.upstreamClosed() {
-        case .closeClient(let exchange):
-            closeClient(exchange)
-        case .retry:
-            exchange.dropUpstream()
+        switch machine.upstreamClosed(wroteNothing: upstream.wroteNothing) {
+        case .closeClient(let exchange, let connection):
+            connection.close()
+            // An answer cut short reaches the client cut short: a reset, never a clean end.
+            closeClient(exchange, reset: true)
+        case .retry(let connection):
+            connection.close()
             stopStallTimer()
             connect(exchange, token: exchange.sentToken, fresh: true)
         case .fail:
             switch failure {
-            case .closed: upstreamFailed(.closed, nil)
-            case .timeout: upstreamFailed(.timeout, nil)
-            case .unreachable: upstreamFailed(.unreachable, nil)
+            case .closed: upstreamFailed(.closed)
+            case .timeout: upstreamFailed(.timeout)
+            case .unreachable: upstreamFailed(.unreachable)
             }
         }
     }
 
-    /// The request's upstream connection back to its pool when it carried a whole request and
-    /// answer (`pool`); closed otherwise.
-    private func releaseUpstream(_ exchange: ProxyExchange, pool: Bool) {
-        guard let upstream = exchange.upstream else { return }
-        guard pool else { return exchange.dropUpstream() }
-        exchange.upstream = nil
-        worker.pool.release(upstream)
+    /// An upstream connection the request let go: back to its pool when it carried a whole request
+    /// and answer (`pool`), closed otherwise.
+    func release(_ connection: ProxyUpstream, pool: Bool) {
+        guard pool else { return connection.close() }
+        worker.pool.release(connection)
     }
 }

@@ -15,30 +15,31 @@ import WAFTokenCore
 /// side's queue, so a slow client or upstream makes the proxy wait, not buffer. The connection's
 /// guard (who the peer is, its limits and timeouts, a clean close) is in `ProxyConnection+Guard`.
 final class ProxyConnection: LoopSocketDelegate {
+    typealias Machine = ProxyConnectionMachine<ProxyExchange, ProxyUpstream>
+    typealias Ending = Machine.Ending
+
     let proxy: ProxyContext
     unowned let worker: ProxyWorker
     let socket: LoopSocket
     let connection = ConnectionState()
     /// Every decision about the connection, and its request in progress.
-    var machine = ProxyConnectionMachine<ProxyExchange>()
+    var machine = Machine()
     /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
     /// (Its timer holds it weakly, and it dies with the connection: `unowned` is safe, and leaves
     /// the connection without the side table a weak reference would give it.)
     private(set) lazy var stall = LoopTimeout(on: worker.loop) { [unowned self] in upstreamTimedOut() }
     /// The guard's idle, request or linger timeout, whichever its phase runs.
     private(set) lazy var timeout = LoopTimeout(on: worker.loop) { [unowned self] in timedOut() }
-    /// Where the connection is, for its guard (`enter` changes it, with its deadline).
-    var phase = GuardPhase.idle
-    /// When the phase's timeout ends (nil: none), fixed as the phase begins: a body that drips
-    /// does not move the request timeout.
-    var deadline: UInt64?
-    /// After a stop began (nil before), until when a kept-alive connection between requests may
-    /// still send one; once it began, a connection closes when its answer is done.
-    var drainUntil: UInt64?
-    /// Whom the listener's limits counted this connection for, and in which bucket.
-    var admitted: (peer: ListenerLimits.Peer, allowed: Bool)?
+    /// The connection's guard: its admission, phases, deadlines and the drain window (`+Guard`).
+    var guardian = ConnectionGuard()
     /// Bytes from the client not yet taken: a head arriving, body, or the next requests.
     var received: ByteBuffer?
+    /// The budget's bytes for what the connection holds between events (`settle`): `received`,
+    /// and the queues to the client and to the upstream.
+    private(set) lazy var buffered = MemoryBudget.Holding(proxy.budget, uid: connection.peer?.uid ?? .max)
+    /// Set while the connection waits for its share of the budget to free up.
+    var budgetRetry: EpollLoop.Timer?
+    static let budgetRetryInterval: UInt64 = 100_000_000
     /// How far the head arriving has been looked through.
     private var headScanned = 0
     private var processing = false
@@ -60,9 +61,7 @@ final class ProxyConnection: LoopSocketDelegate {
     func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
         // Read and dropped while lingering: unread, it would turn the close into a reset the
         // client cannot tell from a request that failed midway.
-        guard phase != .lingering else { return }
-        if phase == .idle { enter(.receiving) }
-        guard !machine.isClosed else { return }
+        guard bytesArrived(), !machine.isClosed else { return }
         var bytes = bytes
         if var held = received, held.readableBytes > 0 {
             received = nil
@@ -149,26 +148,17 @@ final class ProxyConnection: LoopSocketDelegate {
             holding: MemoryBudget.Holding(proxy.budget, uid: connection.peer?.uid ?? .max))
         let begin = machine.requestBegan(
             exchange, framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
-            upgrade: head.contains("upgrade"), expectsContinue: framing != .none && head.lists("expect", "100-continue"), replayLimit: replayLimit)
+            upgrade: head.contains("upgrade"), expectsContinue: framing != .none && head.lists("expect", "100-continue"), replayLimit: replayLimit,
+            idempotent: ProxyRules.isIdempotent(head))
         switch begin {
         case .serve:
-            tellGuard()
+            requestStarted()
             dispatch(exchange)
         case .readBody(let sendContinue), .dispatchAndStream(let sendContinue):
             // The proxy takes every body (to keep it for a replay): the client need not wait to send it.
-            if sendContinue { socket.write(ByteBuffer(staticString: "HTTP/1.1 100 Continue\r\n\r\n")) }
+            if sendContinue { socket.write(HTTPHeadWriter.continue) }
             if case .dispatchAndStream = begin { dispatch(exchange) }
         }
-    }
-
-    /// The request is complete or its answer begins (`ProxyConnectionMachine.servingBegins`).
-    func answerBegins() {
-        if machine.servingBegins() { tellGuard() }
-    }
-
-    /// The guard hears that the request is being served: its request timeout stops.
-    func tellGuard() {
-        requestStarted()
     }
 
     /// Whether the peer may use the proxy under the lists in force, decided again after a reload.
@@ -210,8 +200,8 @@ final class ProxyConnection: LoopSocketDelegate {
         // A body is kept for a replay only within the memory budget (TENANT-12); past it, it streams.
         let mayKeep = !machine.keepsBodyForReplay || exchange.holding.grow(by: piece.readableBytes)
         switch machine.bodyArrived(piece.readableBytes, mayKeep: mayKeep) {
-        case .forward(let framing):
-            if let upstream = exchange.upstream { send(piece, to: upstream, framing: framing) }
+        case .forward(let framing, let upstream):
+            send(piece, to: upstream, framing: framing)
         case .keep:
             var piece = piece
             exchange.body.writeBuffer(&piece)
@@ -223,13 +213,12 @@ final class ProxyConnection: LoopSocketDelegate {
     }
 
     private func requestEnded(_ exchange: ProxyExchange) {
-        let end = machine.requestEnded()
-        answerBegins()
+        let (end, tellGuard) = machine.requestEnded()
+        if tellGuard { requestStarted() }
         switch end {
         case .dispatch:
             dispatch(exchange)
-        case .endUpstreamBody(let chunked):
-            guard let upstream = exchange.upstream else { return }
+        case .endUpstreamBody(let upstream, let chunked):
             if chunked { upstream.send(ByteBuffer(staticString: "0\r\n\r\n")) }
             upstream.flush()
         case .wait:
@@ -261,8 +250,11 @@ final class ProxyConnection: LoopSocketDelegate {
     private func bodyBroke(_ failure: any Error) {
         received = nil
         switch machine.bodyBroke() {
-        case .closeClient(let exchange): closeClient(exchange)
-        case .answer(let ending): answerError(DaemonError(unreadable: failure), ending)
+        case .closeClient(let exchange, let upstream):
+            upstream?.close()
+            closeClient(exchange)
+        case .answer(let ending):
+            answerError(DaemonError(unreadable: failure), ending)
         }
     }
 }

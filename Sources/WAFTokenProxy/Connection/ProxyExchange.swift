@@ -4,19 +4,10 @@ import WAFHTTPWire
 
 /// The bytes and handles of one proxied request, from its head to its answer's end: what
 /// `ProxyConnectionMachine` decides about, carried in its state while the request is in progress
-/// (the machine's `Request`). A class: the driver changes it in
+/// (the machine's `Request`). Its upstream connection and a held challenge are the machine's. A class: the driver changes it in
 /// place many times per request, and copying a value this size in and out cost a tenth of the
 /// proxy's time in reference counting.
 final class ProxyExchange {
-    /// An upstream answer kept back (a challenge's, until the replay is decided).
-    struct Answer {
-        let head: HTTPHead
-        let framing: HTTPFraming
-        /// How its body goes to the client.
-        let clientFraming: ProxyRules.ClientFraming
-        var body: ByteBuffer
-    }
-
     let route: ProxyContext.Route
     let head: HTTPHead
     /// Where the upstream gets it: the client's path normalised, below the base path.
@@ -27,15 +18,13 @@ final class ProxyExchange {
     var bodyLeft = 0
     /// Where a chunked body is.
     var chunks = ChunkedScanner()
-    var upstream: ProxyUpstream?
     /// Withdraws the host-name lookup its connection waits for, if any, when the request ends first.
     var cancelLookup: (() -> Void)?
     var sentToken: String?
-    /// A challenge's answer, while the machine holds it.
-    var held: Answer?
     /// When it went upstream (`EpollLoop.now`), for the upstream timer.
     var sentAt: UInt64 = 0
-    /// The memory budget's bytes for the body kept: given back when the body goes, or with the exchange.
+    /// The memory budget's bytes for the body kept and a challenge held: given back when they
+    /// go, or with the exchange.
     let holding: MemoryBudget.Holding
 
     init(
@@ -49,22 +38,16 @@ final class ProxyExchange {
         if case .length(let length) = framing { bodyLeft = length }
     }
 
-    /// The request is over: its upstream connection (if it still has one) closed, its bytes and
-    /// their share of the memory budget given back now, not when the last callback that names it
-    /// (a token wait, a connect, a refresh) lets it go.
+    /// Whose bytes these are, for the budget.
+    var account: MemoryBudget.Account { holding.account }
+
+    /// The request is over: its bytes and their share of the memory budget given back now, not
+    /// when the last callback that names it (a token wait, a connect, a refresh) lets it go. (Its
+    /// upstream connection, if any, is the machine's, which hands it back with the request's end.)
     func end() {
         cancelLookup?()
         cancelLookup = nil
-        dropUpstream()
         body = ByteBuffer()
-        held = nil
         holding.releaseAll()
-    }
-
-    /// Closes the upstream connection, which the request can no longer use; no report of it
-    /// reaches the request after.
-    func dropUpstream() {
-        upstream?.close()
-        upstream = nil
     }
 }

@@ -26,7 +26,7 @@ final class ProxyWorker {
         self.proxy = proxy
         self.peers = peers
         self.open = open
-        pool = UpstreamPool(on: loop, resolver: proxy.resolver, connector: proxy.connector)
+        pool = UpstreamPool(on: loop, budget: proxy.budget, resolver: proxy.resolver, connector: proxy.connector)
     }
 
     /// Takes connections from the listening socket (this loop's own descriptor of it).
@@ -42,6 +42,7 @@ final class ProxyWorker {
         listener.limitLifted = { [proxy] refusals in
             AcceptLimitHandler.logLifted(listener: "proxy", seconds: Double(EpollLoop.now - since) / 1e9, refusals: refusals, logger: proxy.logger)
         }
+        listener.failed = { [proxy] error in proxy.logger.error("proxy: a loop stopped accepting connections: \(error)") }
         self.listener = listener
     }
 

@@ -1,4 +1,5 @@
 import NIOCore
+import WAFDaemonTransport
 import WAFHTTPWire
 import WAFProxyLoop
 
@@ -9,13 +10,16 @@ protocol UpstreamDelegate: AnyObject {
     func upstreamReadComplete()
     /// Everything written to the upstream went to the kernel, after a write found it full.
     func upstreamDrained()
-    /// The connection closed (or its answer could not be read) before its answer ended.
-    func upstreamClosed(_ failure: ProxyUpstream.Failure)
+    /// `upstream` closed (or its answer could not be read) before its answer ended.
+    func upstreamClosed(_ upstream: ProxyUpstream, _ failure: ProxyUpstream.Failure)
 }
 
 /// One connection to the upstream, plain or TLS, for one request: it writes the request the proxy
 /// built, reads the answer's head and follows its body's framing to its end (`AnswerReader`),
-/// handing both on as they arrive. Between requests its stream waits in the loop's pool.
+/// handing both on as they arrive. Between requests its stream waits in the loop's pool. What it
+/// holds in memory is charged to the memory budget (TENANT-12): a fixed share for its socket and
+/// TLS state, and an answer head arriving; to the request's peer while it carries a request, to
+/// the pool while it waits there.
 final class ProxyUpstream: LoopStreamDelegate {
     /// Why a connection ended before its answer did.
     enum Failure: Error, Equatable {
@@ -33,16 +37,27 @@ final class ProxyUpstream: LoopStreamDelegate {
     /// The request's connection while attached; let go at every detach (`close`, the pool's
     /// `release`), which ends the cycle with it.
     var delegate: (any UpstreamDelegate)?
+    /// Its share of the memory budget: `reservation`, and an answer head being read.
+    let charge: MemoryBudget.Holding
+    private let reservation: Int
     private let reader = AnswerReader()
     private var broken = false
+    /// The socket's count of bytes written when the request in progress began to go.
+    private var writtenBefore = 0
 
     /// A client whose writes queue past this stops the upstream's reads (and the other way round).
     static let highWater = 16384
 
-    init(_ stream: LoopStream, generation: Int, reused: Bool) {
+    /// What the budget reserves for a connection (`LoopStream.reservation`).
+    static func reservation(tls: Bool) -> Int { LoopStream.reservation(tls: tls) }
+
+    /// `charge` holds `reservation` already, for the account of the request it is made for.
+    init(_ stream: LoopStream, generation: Int, reused: Bool, charge: MemoryBudget.Holding, reservation: Int) {
         self.stream = stream
         self.generation = generation
         self.reused = reused
+        self.charge = charge
+        self.reservation = reservation
         stream.delegate = self
     }
 
@@ -52,9 +67,13 @@ final class ProxyUpstream: LoopStreamDelegate {
 
     var writable: Bool { stream.queuedBytes < Self.highWater }
 
-    /// A request went out: read its answer (to a HEAD: no body; for a client that cannot read
+    /// Not one byte of the request in progress reached the kernel: the upstream cannot have seen it.
+    var wroteNothing: Bool { stream.bytesWritten == writtenBefore }
+
+    /// A request goes out now: read its answer (to a HEAD: no body; for a client that cannot read
     /// chunks: their data).
     func expectAnswer(toHead: Bool, decodeChunks: Bool) {
+        writtenBefore = stream.bytesWritten
         reader.expectAnswer(toHead: toHead, decodeChunks: decodeChunks)
     }
 
@@ -63,10 +82,11 @@ final class ProxyUpstream: LoopStreamDelegate {
     /// What was sent goes out; a connection that fails in it reports its close from inside.
     func flush() { stream.flush() }
 
-    /// Closes it for good; the delegate hears nothing more.
+    /// Closes it for good; the delegate hears nothing more, and its share goes back.
     func close() {
         delegate = nil
         stream.close()
+        charge.releaseAll()
     }
 
     func received(_ plaintext: ByteBuffer, on stream: LoopStream) {
@@ -74,7 +94,7 @@ final class ProxyUpstream: LoopStreamDelegate {
         guard let reading = delegate, !reader.isIdle else {
             // Bytes nobody asked for: this connection is in no state to be reused.
             broken = true
-            return stream.close()
+            return close()
         }
         do {
             // The delegate as it is at each part: a part it was told may have let the connection go.
@@ -87,9 +107,12 @@ final class ProxyUpstream: LoopStreamDelegate {
             broken = true
             let delegate = self.delegate
             close()
-            delegate?.upstreamClosed(.closed)
+            delegate?.upstreamClosed(self, .closed)
             return
         }
+        // A head arriving in pieces is held here, and a TLS record arriving in pieces in its
+        // session: charged, and past the budget not read on (the upstream timeout ends the wait).
+        if stream.isOpen, !charge.hold(reservation + reader.bufferedBytes + stream.heldBeyond) { stream.reading = false }
         reading.upstreamReadComplete()
     }
 
@@ -97,11 +120,12 @@ final class ProxyUpstream: LoopStreamDelegate {
         delegate?.upstreamDrained()
     }
 
-    func closed(_ stream: LoopStream, reason: String?) {
+    func closed(_ stream: LoopStream, end: LoopStream.End) {
         broken = true
+        charge.releaseAll()
         // A close is the end of an answer framed by it; a reset or a failure cuts any answer short.
         let delegate = self.delegate
-        if reason == nil,
+        if end == .closed,
             reader.closed({ part in
                 delegate?.upstream(part)
                 return true
@@ -110,7 +134,12 @@ final class ProxyUpstream: LoopStreamDelegate {
             delegate?.upstreamReadComplete()
             return
         }
-        let failure: Failure = stream.timedOut ? .timeout : stream.tcpConnected ? .closed : .unreachable
-        delegate?.upstreamClosed(failure)
+        let failure: Failure =
+            switch end {
+            case .timedOut: .timeout
+            case .unreachable: .unreachable
+            case .closed, .failed: .closed
+            }
+        delegate?.upstreamClosed(self, failure)
     }
 }

@@ -144,7 +144,7 @@ let package = Package(
         .target(
             name: "WAFDaemonConfiguration",
             dependencies: [
-                "WAFTokenCore", "WAFDelivery", "CYAML", logging,
+                "WAFTokenCore", "WAFDelivery", "WAFHTTPWire", "CYAML", logging,
                 // No traits: its YAML trait brings Yams, and with it Foundation and ICU (about 45 MB of
                 // a static binary); the file is read through libyaml instead (YAML/).
                 .product(name: "Configuration", package: "swift-configuration"),
@@ -175,7 +175,7 @@ let package = Package(
         .target(
             name: "WAFTokenProxy",
             dependencies: [
-                "WAFTokenCore", "WAFHTTPWire", "WAFDaemonTransport", "WAFDaemonConfiguration", "WAFProviderRegistry", "WAFProxyLoop",
+                "WAFTokenCore", "WAFHTTPWire", "WAFDaemonTransport", "WAFProviderRegistry", "WAFProxyLoop",
                 .product(name: "Metrics", package: "swift-metrics"),
             ] + nio + [logging],
             swiftSettings: strict),

@@ -34,7 +34,8 @@ WALLS = {
     "WAFDaemonTransport": "*",
     # The socket API and the proxy are siblings: neither knows the other.
     "WAFSocketAPI": {"WAFTokenProxy", "WAFTokenDaemon", "WAFTokenStorage", "WAFDaemonConfiguration"},
-    "WAFTokenProxy": {"WAFSocketAPI", "WAFTokenDaemon", "WAFTokenStorage"},
+    # The proxy takes its settings as values of its own, made by the composition root.
+    "WAFTokenProxy": {"WAFSocketAPI", "WAFTokenDaemon", "WAFTokenStorage", "WAFDaemonConfiguration"},
     # Lower layers never reach the daemon that wires them.
     "WAFDaemonConfiguration": {"WAFTokenDaemon", "WAFSocketAPI", "WAFTokenProxy", "WAFTokenStorage", "WAFProviderRegistry", "WAFDaemonTransport"},
     "WAFProviderRegistry": {"WAFTokenDaemon", "WAFSocketAPI", "WAFTokenProxy", "WAFTokenStorage"},

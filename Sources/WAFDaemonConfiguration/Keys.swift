@@ -2,7 +2,7 @@ import Logging
 import WAFTokenCore
 
 /// Every configuration key, declared once: here, or beside its group (`Keys+Listeners`,
-/// `Keys+Delivery`, the proxy's in `ProxySettings`), each group with the list `all` joins. Adding
+/// `Keys+Delivery`, the proxy's in `ProxyConfiguration`), each group with the list `all` joins. Adding
 /// a key means its declaration, its name in its group's list, and the code that reads it
 /// (`configuration[Keys.name]`); options, variables, `--help`, the man page, `--check-config` and
 /// docs/configuration.md's table follow (docs/architecture.md, "Where a change goes").

@@ -1,3 +1,4 @@
+import WAFHTTPWire
 import WAFTokenCore
 
 /// The proxy's keys of one provider, checked together (each key alone is `SettingCheck`'s).

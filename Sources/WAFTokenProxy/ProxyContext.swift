@@ -3,7 +3,6 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
-import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
 import WAFProxyLoop

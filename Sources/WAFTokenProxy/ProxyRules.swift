@@ -1,5 +1,4 @@
 import NIOCore
-import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFHTTPWire
 import WAFTokenCore

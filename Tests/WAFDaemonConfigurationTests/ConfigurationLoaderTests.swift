@@ -90,7 +90,7 @@ struct ConfigurationLoaderTests {
             #expect(!config[Keys.refreshJitter] && config[Keys.cookieSecure])
             #expect(config[Keys.sinksTokenFile] == "/var/t" && config[Keys.sinksCookieJar] == "/var/j" && config[Keys.stateDirectory] == "/var/s")
             #expect(config[Keys.logLevel] == .error && config[Keys.readinessWaitForToken])
-            let proxy = try #require(ProxySettings(config))
+            let proxy = try #require(ProxyConfiguration(config))
             #expect(proxy.listen == .loopback(host: "127.0.0.1", port: 8089) && proxy.upstream.url == "https://api.example.com/v1/")
             #expect(proxy.tokenIn == .header && proxy.replayBufferBytes == 1024 && proxy.tokenWait == .seconds(2))
             #expect(proxy.upstreamTimeout == .seconds(9) && proxy.mode == 0o600 && proxy.threads == 2)
@@ -135,7 +135,7 @@ struct ConfigurationLoaderTests {
         // Unset, the proxy's mode is the socket's and it admits the provider's readers (here the
         // socket's); its own lists narrow them, and an empty pair narrows nothing (TENANT-10).
         let inherited = try #require(
-            ProxySettings(
+            ProxyConfiguration(
                 try load(
                     cli: base.merging([
                         "proxy.listen": "/run/p.sock", "proxy.upstream": "https://example.com", "socket.allowedUsers": "alice", "socket.mode": "0600",
@@ -143,7 +143,7 @@ struct ConfigurationLoaderTests {
                 ).get()))
         #expect(inherited.readers == AccessLists(users: ["alice"], groups: []) && inherited.narrowing == nil && inherited.mode == 0o600)
         let own = try #require(
-            ProxySettings(
+            ProxyConfiguration(
                 try load(
                     yaml:
                         "applicationIntegrationUrl: \(url)\ndomainName: example.com\nsocket:\n  allowedUsers: [alice]\nproxy:\n  listen: /run/p.sock\n  upstream: https://example.com\n  allowedUsers: []\n"

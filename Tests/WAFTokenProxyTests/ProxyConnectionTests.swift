@@ -109,8 +109,7 @@ struct ProxyConnectionTests {
             proxy = try ProxyContext(
                 entry: ProviderEntry(name: "default", provider: provider, access: policy),
                 settings: ProxyRouteTests.settings(
-                    ProxyRouteTests.first, upstream: "http://127.0.0.1:8080/base/",
-                    extra: ["proxy.upstreamTimeoutSec": "\(upstreamTimeout)", "proxy.tokenWaitSec": "\(tokenWait)"]),
+                    ProxyRouteTests.first, upstream: "http://127.0.0.1:8080/base/", tokenWait: tokenWait, upstreamTimeout: upstreamTimeout),
                 connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), metrics: ProxyRouteTests.NoMetrics(),
                 logger: quiet, budget: budget, connector: { _, loop in upstreams.connect(on: loop) })
             let worker = ProxyWorker(loop: loop, proxy: proxy, peers: .unixSocket, open: OpenConnections())

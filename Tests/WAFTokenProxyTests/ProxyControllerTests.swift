@@ -38,15 +38,8 @@ struct ProxyControllerTests {
 
         var connection: ConnectionSettings { .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)) }
 
-        func settings(listen: String, upstream: String, mode: String = "0660", threads: Int = 1) throws -> ProxySettings {
-            let configuration = try ConfigurationLoader.load(
-                ConfigurationSources(
-                    commandLine: [
-                        "applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": listen, "proxy.upstream": upstream,
-                        "proxy.threads": String(threads), "proxy.mode": mode,
-                    ], file: "/dev/null")
-            ).get()
-            return try #require(ProxySettings(configuration))
+        func settings(listen: String, upstream: String, mode: UInt16 = 0o660, threads: Int = 1) throws -> ProxySettings {
+            try ProxyRouteTests.settings(url, listen: .unix(listen), upstream: upstream, mode: mode, threads: threads)
         }
     }
 
@@ -109,10 +102,10 @@ struct ProxyControllerTests {
         let path = try scratchDirectory("waf-proxy-controller").appendingPathComponent("proxy.sock").path
         let fixture = try Fixture()
         try await fixture.controller.apply(
-            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/a", mode: "0600"), connection: fixture.connection)
+            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/a", mode: 0o600), connection: fixture.connection)
         let inode = try #require(Self.inode(path))
         let change = try await fixture.controller.prepare(
-            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/b", mode: "0666", threads: 2), connection: fixture.connection)
+            try fixture.settings(listen: path, upstream: "http://127.0.0.1:1/b", mode: 0o666, threads: 2), connection: fixture.connection)
         #expect(Self.mode(path) == 0o600, "prepared: the mode is the old one")
         #expect(Self.upstreamPath(at: path) == "/a")
         await fixture.controller.commit(change).stop()

@@ -8,6 +8,7 @@ import WAFTokenCoreTestKit
 
 @testable import WAFDaemonConfiguration
 @testable import WAFDaemonTransport
+@testable import WAFHTTPWire
 @testable import WAFProviderRegistry
 @testable import WAFTokenProxy
 
@@ -28,14 +29,15 @@ struct ProxyRouteTests {
     static let first = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
     static let second = "https://fedcba987654.us-east-1.sdk.awswaf.com/fedcba987654/fedcba987654/"
 
-    static func settings(_ url: String, upstream: String, extra: [String: String] = [:]) throws -> ProxySettings {
-        let configuration = try ConfigurationLoader.load(
-            ConfigurationSources(
-                commandLine: [
-                    "applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": "/run/p.sock", "proxy.upstream": upstream,
-                ].merging(extra) { $1 }, file: "/dev/null")
-        ).get()
-        return try #require(ProxySettings(configuration))
+    /// A proxy's settings as the composition root would make them (`proxy.*`'s defaults unless given).
+    static func settings(
+        _ url: String, listen: ProxySettings.Listen = .unix("/run/p.sock"), upstream: String, mode: UInt16 = 0o660, tokenWait: Int = 5,
+        upstreamTimeout: Int = 30, threads: Int = 1
+    ) throws -> ProxySettings {
+        ProxySettings(
+            identity: try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com").identity, listen: listen, mode: mode,
+            upstream: try UpstreamTarget.parse(upstream, domainName: "example.com").get(), tokenIn: .cookie, replayBufferBytes: 65536,
+            tokenWait: .seconds(tokenWait), upstreamTimeout: .seconds(upstreamTimeout), threads: threads, caFile: nil)
     }
 
     @Test("TENANT2: after the provider switched identity, the old route reads no token (the new one's is not its own); the new route reads it")
@@ -50,7 +52,7 @@ struct ProxyRouteTests {
         let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
         let context = try ProxyContext(
             entry: ProviderEntry(name: "default", provider: provider, access: policy),
-            settings: Self.settings(Self.first, upstream: "https://old.example.com/"),
+            settings: try Self.settings(Self.first, upstream: "https://old.example.com/"),
             connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)),
             metrics: NoMetrics(), logger: quiet)
         let old = context.route

@@ -44,7 +44,7 @@ struct UpstreamLookupTests {
 
     /// A proxy at `path` to `upstream`, its provider holding a token, its lookups `lookups`'.
     static func proxy(
-        at path: String, upstream: String, lookups: SlowLookups, resolver: UpstreamResolver? = nil, extra: [String: String] = [:]
+        at path: String, upstream: String, lookups: SlowLookups, resolver: UpstreamResolver? = nil, upstreamTimeout: Int = 30
     ) throws -> ProxyServer {
         let scheduler = VirtualScheduler()
         let url = "https://0123456789ab.us-east-1.sdk.awswaf.com/0123456789ab/0123456789ab/"
@@ -52,15 +52,10 @@ struct UpstreamLookupTests {
             configuration: try WAFConfiguration(applicationIntegrationUrl: url, domainName: "example.com"),
             fetcher: ScriptedTokenFetcher(scheduler: scheduler), scheduler: scheduler, options: .init(jitter: false, logger: quiet))
         scheduler.runUntilIdle()
-        let configuration = try ConfigurationLoader.load(
-            ConfigurationSources(
-                commandLine: ["applicationIntegrationUrl": url, "domainName": "example.com", "proxy.listen": path, "proxy.upstream": upstream]
-                    .merging(extra) { $1 },
-                file: "/dev/null")
-        ).get()
         let policy = AccessPolicy(allowedUsers: [], allowedGroups: [], logger: quiet)
         return try ProxyServer(
-            entry: ProviderEntry(name: "default", provider: provider, access: policy), settings: try #require(ProxySettings(configuration)),
+            entry: ProviderEntry(name: "default", provider: provider, access: policy),
+            settings: try ProxyRouteTests.settings(url, listen: .unix(path), upstream: upstream, upstreamTimeout: upstreamTimeout),
             connection: .init(policy: policy, idleTimeout: .seconds(60), requestTimeout: .seconds(10)), metrics: ProxyRouteTests.NoMetrics(),
             budget: MemoryBudget(total: 16 << 20), logger: quiet, resolver: resolver ?? UpstreamResolver(lookUp: lookups.lookUp))
     }
@@ -130,7 +125,7 @@ struct UpstreamLookupTests {
         let path = try scratchDirectory("waf-proxy-lookups").appendingPathComponent("proxy.sock").path
         let lookups = SlowLookups(delay: .seconds(2))
         let server = try Self.proxy(
-            at: path, upstream: "https://upstream.example.com/", lookups: lookups, extra: ["proxy.upstreamTimeoutSec": "1"])
+            at: path, upstream: "https://upstream.example.com/", lookups: lookups, upstreamTimeout: 1)
         try await server.start()
         let clients = try (0..<3).map { _ in try RawSocket(path: path) }
         let started = ContinuousClock.now

@@ -47,9 +47,9 @@ final class ProxyControllers: Sendable {
         logger: Logger, inherited: CInt? = nil
     ) async throws(DaemonFailure) -> ProxyController.Change {
         let settings = ProxySettings(provider, configuration)
+        let connection = ProxyConfiguration(provider, configuration).map { ConnectionSettings(proxy: $0, socket: socket, logger: logger) } ?? socket
         do throws(ProxyFailure) {
-            return try await controller.prepare(
-                settings, connection: settings.map { .init(proxy: $0, socket: socket, logger: logger) } ?? socket, inherited: inherited)
+            return try await controller.prepare(settings, connection: connection, inherited: inherited)
         } catch {
             throw DaemonFailure(error)
         }

@@ -1,5 +1,4 @@
 import Logging
-import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
 import WAFTokenCore
@@ -145,26 +144,6 @@ package actor ProxyController {
         let running = server
         server = nil
         await running?.stop(grace: Self.grace)
-    }
-}
-
-extension ConnectionSettings {
-    /// The proxy's: the provider's readers, narrowed by the proxy's own lists (TENANT-10); the
-    /// socket's timeouts and limits (`socket`, the socket's settings as the daemon read them).
-    package init(proxy settings: ProxySettings, socket: ConnectionSettings, logger: Logger) {
-        let tcp = if case .loopback = settings.listen { true } else { false }
-        let readers = AccessPolicy(
-            allowedUsers: settings.readers.users, allowedGroups: settings.readers.groups, keyPrefix: "the provider's readers", tcp: tcp,
-            logger: logger)
-        let policy =
-            settings.narrowing.map {
-                AccessPolicy(
-                    readers, narrowedBy: AccessPolicy(allowedUsers: $0.users, allowedGroups: $0.groups, keyPrefix: "proxy", tcp: tcp, logger: logger))
-            } ?? readers
-        self.init(
-            policy: policy,
-            idleTimeout: socket.idleTimeout, requestTimeout: socket.requestTimeout, maxConnections: socket.maxConnections,
-            maxConnectionsPerUser: socket.maxConnectionsPerUser)
     }
 }
 

@@ -1,7 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
-import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProviderRegistry
 import WAFProxyLoop
@@ -105,7 +104,7 @@ final class ProxyServer: Sendable {
     /// Where it listens as bound (a loopback port 0 becomes the port the system chose).
     var address: String {
         guard case .loopback(let host, _) = settings.listen, let port = bound.withLockedValue({ $0.port }) else { return settings.listen.description }
-        return ListenAddress.loopback(host: host, port: port).description
+        return ProxySettings.Listen.loopback(host: host, port: port).description
     }
 
     /// Closes every idle upstream connection (the upstream changed).
@@ -137,7 +136,7 @@ final class ProxyServer: Sendable {
     }
 }
 
-extension ListenAddress {
+extension ProxySettings.Listen {
     /// Where a listener binds for this address (a Unix socket with `mode`).
     package func listenerAddress(mode: UInt16) -> Listener.Address {
         switch self {

@@ -1,4 +1,3 @@
-import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFProxyLoop
 

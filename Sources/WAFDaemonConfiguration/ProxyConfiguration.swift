@@ -1,3 +1,4 @@
+import WAFHTTPWire
 import WAFTokenCore
 
 /// The token-injecting proxy's keys, each a provider's own (docs/proxy.md).
@@ -39,9 +40,9 @@ extension Keys {
 }
 
 /// A provider's proxy keys, checked together: nil when its `proxy.listen` is unset (no proxy).
-/// Read here, where the keys are, and handed to the proxy by the daemon: no module but this one
-/// and the composition root reads `Keys`.
-package struct ProxySettings: Sendable, Equatable {
+/// Read here, where the keys are; the composition root makes the proxy's own settings of them
+/// (`WAFTokenProxy.ProxySettings`): no module but this one and the root reads `Keys`.
+package struct ProxyConfiguration: Sendable, Equatable {
     package enum TokenPlacement: String, Sendable {
         case cookie, header
     }

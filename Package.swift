@@ -127,7 +127,10 @@ let package = Package(
         // threads, non-blocking sockets that write with writev and follow backpressure, TLS client
         // sessions over libssl's memory BIOs. No HTTP, no NIO pipeline (its ByteBuffer only).
         .target(
-            name: "WAFProxyLoop", dependencies: ["CEpoll", "CLibSSL", .product(name: "NIOCore", package: "swift-nio")],
+            name: "WAFProxyLoop",
+            dependencies: [
+                "CEpoll", "CLibSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             swiftSettings: strict),
         // Listening and guarding connections: listeners (Unix, loopback, passed by systemd), accept
         // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and
@@ -373,7 +376,10 @@ let package = Package(
             dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
-        .testTarget(name: "WAFTokenCanaryTests", dependencies: ["WAFTestTraits", "WAFTokenCanary"], swiftSettings: strict),
+        .testTarget(
+            name: "WAFTokenCanaryTests",
+            dependencies: ["WAFTestTraits", "WAFTokenCanary", .product(name: "AsyncHTTPClient", package: "async-http-client")],
+            swiftSettings: strict),
         .testTarget(
             name: "WAFDeliveryTests",
             dependencies: [
@@ -382,6 +388,14 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "WAFJSONTests", dependencies: ["WAFTestTraits", "WAFJSON"], swiftSettings: strict),
+        .testTarget(
+            name: "WAFProviderRegistryTests",
+            dependencies: [
+                "WAFTestTraits", "WAFProviderRegistry", "WAFDaemonTransport", "WAFTokenCore", "WAFTokenCoreTestKit", logging,
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            swiftSettings: strict),
+        .testTarget(name: "WAFServiceManagerTests", dependencies: ["WAFTestTraits", "WAFServiceManager"], swiftSettings: strict),
         .testTarget(name: "WAFEventLoopExecutorTests", dependencies: ["WAFTestTraits", "WAFEventLoopExecutor"] + nio, swiftSettings: strict),
         .testTarget(
             name: "WAFVersionTests",

@@ -7,6 +7,27 @@ import WAFTokenCore
 extension ConfigurationLoader {
     static func tenantIssues(_ providers: [ProviderConfiguration], top: [String: CheckedValue]) -> [WAFConfigurationIssue] {
         jarIssues(providers, top: top) + fileGroupIssues(providers, top: top) + listenerIssues(providers, top: top)
+            + inheritedRunIssues(providers, top: top)
+    }
+
+    /// A `run` action hands a provider's token to a program: a top-level one that providers
+    /// inherit would give one program the tokens of providers whose readers differ, as a shared
+    /// jar would (HOOK-6). `signal` and `reload` carry no token and may be shared.
+    private static func inheritedRunIssues(_ providers: [ProviderConfiguration], top: [String: CheckedValue]) -> [WAFConfigurationIssue] {
+        guard let inherited = Keys.sinksOnToken.read(top[Keys.sinksOnToken.spec.name]),
+            let run = inherited.first(where: { if case .run = $0 { true } else { false } })
+        else { return [] }
+        // The providers that take the top level's actions: those without their own.
+        let inheriting = providers.filter { $0.isDefault || $0[Keys.sinksOnToken] == nil }
+        guard let first = inheriting.first else { return [] }
+        let readers = Tenancy.readers(first, top)
+        return inheriting.dropFirst().compactMap { other in
+            guard let key = readers.separatingKey(from: Tenancy.readers(other, top)) else { return nil }
+            return WAFConfigurationIssue(
+                key: "sinks.onToken", value: "\(run)",
+                problem: "would hand the tokens of providers \(first.name) and \(other.name), whose readers differ (\(key)), to one program",
+                allowed: "a run action per set of providers with the same readers: give \(other.name) a sinks.onToken of its own")
+        }
     }
 
     /// One jar holds the tokens of providers with the same readers only: the same access lists

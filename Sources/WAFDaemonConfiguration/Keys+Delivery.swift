@@ -8,9 +8,11 @@ extension Keys {
         help:
             "What to do once the sinks hold a new token, in order: {signal: {pidFile: PATH, name: HUP}}, {reload: UNIT} (systemd, over D-Bus) or {run: [PROGRAM, ARGS...]} (the token on stdin only)."
     )
-    public static let sinksOnTokenUsers = list(
-        "sinks.onTokenUsers",
-        help: "Besides the daemon's own user, whose processes a signal action may reach (needs CAP_KILL from the unit).")
+    public static let sinksOnTokenUsers = optionalList(
+        "sinks.onTokenUsers", default: "none: the daemon's own user only",
+        help:
+            "Besides the daemon's own user, whose processes this provider's signal actions may reach (needs CAP_KILL from the unit); each provider's own.",
+        scope: .perProvider)
     public static let sinksOnTokenTimeoutSec = integer(
         "sinks.onTokenTimeoutSec", 1...3600, default: 10, help: "A run action still running after this long is killed (SIGKILL) and counts as failed."
     )

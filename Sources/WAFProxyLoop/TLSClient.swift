@@ -1,7 +1,7 @@
 import CLibSSL
 import Glibc
+import NIOConcurrencyHelpers
 import NIOCore
-import Synchronization
 
 /// What every TLS client session of a route shares: OpenSSL's context (TLS 1.2 or later, the
 /// peer verified against `caFile` or the system's roots) and the last session per server name,
@@ -9,7 +9,8 @@ import Synchronization
 /// is safe to share once set up, and the sessions are kept under a lock.
 public final class TLSClientContext: @unchecked Sendable {
     let context: OpaquePointer
-    private let sessions = Mutex<[String: TLSResumable]>([:])
+    /// Under NIO's pthread lock, which the thread sanitizer sees.
+    private let sessions = NIOLockedValueBox<[String: TLSResumable]>([:])
 
     public init(caFile: String?) throws(LoopError) {
         guard let context = SSL_CTX_new(TLS_client_method()) else { throw .tls("no context: \(Self.lastError())") }
@@ -28,12 +29,12 @@ public final class TLSClientContext: @unchecked Sendable {
 
     /// The last session kept for `name`, if any.
     func session(for name: String) -> TLSResumable? {
-        sessions.withLock { $0[name] }
+        sessions.withLockedValue { $0[name] }
     }
 
     /// `session` is now the one to resume for `name` (the one before goes with its last user).
     func keep(_ session: TLSResumable, for name: String) {
-        _ = sessions.withLock { $0.updateValue(session, forKey: name) }
+        _ = sessions.withLockedValue { $0.updateValue(session, forKey: name) }
     }
 
     /// OpenSSL's last error for this thread, as text, and the queue emptied.

@@ -4,7 +4,10 @@
 /// Accepted: the next probe after `interval`. Challenged: one forced refresh, then a probe at once
 /// with the new token. A CAPTCHA, or a challenge again after a new token: rejected, and the next
 /// probes follow the provider's retry back-off (RET-1…2) until an answer is accepted again.
-/// Unreachable tells nothing of the token: the verdict stays, and the back-off applies.
+/// Unreachable tells nothing of the token: the verdict stays, and the back-off applies. One forced
+/// refresh per rejection episode (CANARY-7): from the first answer that is not accepted to the
+/// next accepted one, a challenge forces no further refresh, so a web ACL that refuses every token
+/// costs one fetch, not one per probe (nor every hook and restarted child that a new token sets off).
 public struct CanaryMachine: Sendable {
     public enum Result: String, Sendable, CaseIterable {
         case accepted, challenged, captcha, unreachable
@@ -50,6 +53,9 @@ public struct CanaryMachine: Sendable {
     public private(set) var verdict = Verdict.unknown
     /// Probes in a row that were not accepted: the back-off's count.
     private(set) var failures = 0
+    /// The episode of answers that were not accepted has had its forced refresh (until an answer
+    /// is accepted again).
+    public private(set) var refreshedThisEpisode = false
 
     public init(settings: Settings) {
         self.settings = settings
@@ -73,9 +79,11 @@ public struct CanaryMachine: Sendable {
         case .accepted:
             phase = .waiting
             failures = 0
+            refreshedThisEpisode = false
             return move(to: .accepted) + [.arm(after: settings.interval)]
-        case .challenged where !afterRefresh:
+        case .challenged where !afterRefresh && !refreshedThisEpisode:
             phase = .refreshing(challenged: token)
+            refreshedThisEpisode = true
             return [.forceRefresh]
         case .challenged, .captcha:
             return rejected()

@@ -24,8 +24,24 @@ public struct CanaryProbe: Sendable {
         self.timeout = TimeAmount(timeout)
     }
 
-    /// Asks with `token`, placed as `placement` says.
+    /// Asks with `token`, placed as `placement` says, within one deadline from the connect to the
+    /// last byte read (CANARY-8): a URL that never answers, or answers a byte at a time, is
+    /// `unreachable` once `timeout` passed, and the request is cancelled, its connection closed.
     public func probe(token: String, placement: Placement) async -> CanaryMachine.Result {
+        await withTaskGroup(of: CanaryMachine.Result?.self) { group in
+            group.addTask { await ask(token: token, placement: placement) }
+            group.addTask { [timeout] in
+                try? await Task.sleep(for: .nanoseconds(timeout.nanoseconds))
+                return Task.isCancelled ? nil : .unreachable
+            }
+            // The first to end decides; the other is cancelled (a request in flight with it).
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? .unreachable
+        }
+    }
+
+    private func ask(token: String, placement: Placement) async -> CanaryMachine.Result {
         var request = HTTPClientRequest(url: url)
         request.method = method
         switch placement {

@@ -67,4 +67,44 @@ struct CanaryMachineTests {
         #expect(CanaryProbe.classify(nil) == .accepted && CanaryProbe.classify("challenge") == .challenged)
         #expect(CanaryProbe.classify("CAPTCHA") == .captcha && CanaryProbe.classify("block") == .challenged)
     }
+
+    @Test(
+        "CANARY7: a URL that always challenges forces one refresh per rejection episode: later probes follow the back-off without forcing; an accepted answer ends the episode"
+    )
+    func CANARY7_oneForcedRefreshPerEpisode() {
+        var machine = CanaryMachine(settings: Self.settings)
+        var forced = 0
+        var token = "t1"
+        // A minute of probes against a web ACL that challenges every token, on the back-off.
+        var elapsed = Duration.zero
+        while elapsed < .seconds(60) {
+            var actions = machine.due(token: token)
+            actions += machine.answered(.challenged)
+            if actions.contains(.forceRefresh) {
+                forced += 1
+                token = "t\(forced + 1)"
+                actions = machine.refreshed(token: token)
+                actions += machine.answered(.challenged)
+            }
+            guard case .arm(let wait)? = actions.last else { Issue.record("no next probe: \(actions)"); return }
+            elapsed += wait
+        }
+        #expect(forced == 1, "\(forced) forced refreshes in a minute")
+        #expect(machine.verdict == .rejected)
+        // The token changed on its own (the provider's schedule), and is accepted: the episode ends,
+        // and a later challenge may force a refresh again.
+        _ = machine.due(token: "t9")
+        _ = machine.answered(.accepted)
+        _ = machine.due(token: "t9")
+        #expect(machine.answered(.challenged) == [.forceRefresh], "a new episode")
+        var captcha = CanaryMachine(settings: Self.settings)
+        _ = captcha.due(token: "t1")
+        _ = captcha.answered(.captcha)
+        _ = captcha.due(token: "t1")
+        #expect(captcha.answered(.challenged) == [.forceRefresh], "an episode that began with a CAPTCHA has its one refresh")
+        _ = captcha.refreshed(token: "t2")
+        _ = captcha.answered(.challenged)
+        _ = captcha.due(token: "t2")
+        #expect(captcha.answered(.challenged) == [.arm(after: .milliseconds(400))], "and only one")
+    }
 }

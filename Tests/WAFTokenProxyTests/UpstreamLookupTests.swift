@@ -63,7 +63,9 @@ struct UpstreamLookupTests {
     @Test("A stop answers every lookup not answered yet while the loops run, at once; the lookups queued never run")
     func stopAnswersLookups() async throws {
         let path = try scratchDirectory("waf-proxy-lookups").appendingPathComponent("proxy.sock").path
-        let lookups = SlowLookups(delay: .milliseconds(500))
+        // Long enough that every request's lookup is queued behind the first, however slow the
+        // machine (the thread sanitizer makes it several times slower).
+        let lookups = SlowLookups(delay: .seconds(3))
         let resolver = UpstreamResolver(lookUp: lookups.lookUp)
         let server = try Self.proxy(at: path, upstream: "https://upstream.example.com/", lookups: lookups, resolver: resolver)
         try await server.start()
@@ -74,7 +76,8 @@ struct UpstreamLookupTests {
         await server.stop(grace: .milliseconds(100))
         #expect(ContinuousClock.now - stopping < .milliseconds(450), "the stop waited for the name server")
         #expect(resolver.running == 0, "every lookup was answered before the loops shut down")
-        try await Task.sleep(for: .milliseconds(700))
+        #expect(await eventually(for: .seconds(10)) { lookups.finished == 1 }, "the lookup under way ended")
+        try await Task.sleep(for: .milliseconds(300))
         #expect(lookups.started == 1, "the lookups queued behind the one under way never ran (\(lookups.started) ran)")
     }
 

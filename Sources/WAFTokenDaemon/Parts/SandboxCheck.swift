@@ -15,11 +15,11 @@ enum SandboxCheck {
                 "lifecycle.allowedUsers/allowedGroups",
                 AccessLists(users: configuration[Keys.lifecycleAllowedUsers], groups: configuration[Keys.lifecycleAllowedGroups])
             ),
-            // Whose processes a signal action may reach: through the namespace, all of them nobody.
-            ("sinks.onTokenUsers", AccessLists(users: configuration[Keys.sinksOnTokenUsers], groups: [])),
         ]
         for provider in configuration.providers {
             let prefix = provider.isDefault ? "" : "providers.\(provider.name)."
+            // Whose processes its signal actions may reach: through the namespace, all of them nobody.
+            if let users = provider[Keys.sinksOnTokenUsers] { lists.append(("\(prefix)sinks.onTokenUsers", AccessLists(users: users, groups: []))) }
             lists.append(("\(prefix)allowedUsers/allowedGroups", configuration.readers(of: provider)))
             if let narrowing = configuration.proxyNarrowing(of: provider) {
                 lists.append(("\(prefix)proxy.allowedUsers/allowedGroups", narrowing))

@@ -39,7 +39,8 @@ final class DeliveryHooks: Sendable {
     /// settings stay is kept, with its runs and retries.
     func configure(_ provider: ProviderConfiguration, _ configuration: DaemonConfiguration) {
         // Names are looked up here, outside the lock the provider's observer takes.
-        let users = configuration[Keys.sinksOnTokenUsers].compactMap { name in
+        // Each provider's own: one tenant's signal actions never reach another tenant's processes.
+        let users = (provider[Keys.sinksOnTokenUsers] ?? []).compactMap { name in
             let id = UInt32(name) ?? AccessPolicy.userID(named: name)
             if id == nil { logger.warning("sinks.onTokenUsers: no such user; ignored", metadata: ["user": "\(name)"]) }
             return id

@@ -92,4 +92,33 @@ struct CanaryTests {
             #expect(daemon.stderr.contains("the proxy met a challenge on a token the canary saw accepted"))
         }
     }
+
+    @Test(
+        "CANARY7: a canary URL that always challenges costs one forced refresh, not one per probe: fetches counted over the real socket for 20 s of fast back-off"
+    )
+    func CANARY7_noStormOfRefreshes() async throws {
+        // The web ACL refuses every token, whatever it is.
+        let acl = try await ScriptedUpstream { _ in
+            .init("HTTP/1.1 202 Accepted\r\nx-amzn-waf-action: challenge\r\nContent-Length: 0\r\n\r\n")
+        }
+        defer { Task { await acl.stop() } }
+        let arguments = [
+            "--canary-url", acl.origin + "/canary", "--canary-interval-sec", "10",
+            // A back-off that reaches its longest wait at once, and forced fetches allowed every
+            // second: without the episode's rule, one fetch a second.
+            "--max-error-token-refresh-delay-msec", "500", "--refresh-min-forced-interval-sec", "1",
+        ]
+        try await withDaemon(daemon: arguments) { service, daemon in
+            _ = try await daemon.client.tokenReady(wait: .seconds(10))
+            #expect(await eventually { await Self.canary(daemon)?["state"]?.string == "rejected" }, "the canary finds the token refused")
+            let issued = try await service.counters().tokensIssued
+            try await Task.sleep(for: .seconds(20))
+            let probes = acl.requests.count
+            let fetched = try await service.counters().tokensIssued - issued
+            print("canary: \(probes) probes of a URL that always challenges, \(fetched) tokens fetched in the 20 s after the rejection")
+            #expect(probes >= 10, "the canary went on probing on the back-off (\(probes))")
+            #expect(fetched == 0, "no forced refresh after the episode's one (\(fetched) fetched)")
+            #expect(await Self.canary(daemon)?["state"]?.string == "rejected")
+        }
+    }
 }

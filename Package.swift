@@ -137,11 +137,11 @@ let package = Package(
         // logging only.
         .target(name: "WAFDaemonTransport", dependencies: nio + [logging], swiftSettings: strict),
         // Telling programs that cannot change of a new token: a signal through a pidfd, a unit
-        // reload over D-Bus (sd-bus), a command with the token on stdin; the exec supervisor's
-        // child. Nothing of ours below it.
+        // reload (the service manager's plug-in makes the D-Bus call), a command with the token on
+        // stdin; the exec supervisor's child. Nothing of ours below it, and no libsystemd.
         .systemLibrary(name: "CLinuxProcess"),
         .target(
-            name: "WAFDelivery", dependencies: ["CLinuxProcess", "CSystemd", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            name: "WAFDelivery", dependencies: ["CLinuxProcess", .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
             swiftSettings: strict),
         // The configuration: the key table, the YAML file, loading by precedence, validation.
         .target(

@@ -12,3 +12,10 @@
 // here as glibc (2.34 and later) defines them.
 extern int pipe2(int __pipedes[2], int __flags);
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *__actions, int __from);
+
+// The child's process group as the terminal's foreground group, set in the child before it runs
+// (glibc 2.35): an interactive command under `waf-tokend exec` keeps its terminal.
+extern int posix_spawn_file_actions_addtcsetpgrp_np(posix_spawn_file_actions_t *__actions, int __tcfd);
+#include <sys/wait.h>
+// O_PATH (GNU): a directory opened to walk a pid file's path, one component at a time, without a link.
+static const int WAF_O_PATH = 010000000;

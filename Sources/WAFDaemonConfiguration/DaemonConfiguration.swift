@@ -16,6 +16,11 @@ public struct DaemonConfiguration: Sendable {
         self.values = values
     }
 
+    /// The same configuration with only the provider named `name` (every daemon key kept).
+    package func keeping(only name: String) -> DaemonConfiguration {
+        DaemonConfiguration(providers: providers.filter { $0.name == name }, topLevelSDK: topLevelSDK, values: values)
+    }
+
     /// The provider the top-level identity makes, if the top level has one.
     public var defaultProvider: ProviderConfiguration? { providers.first(where: \.isDefault) }
 

@@ -73,10 +73,12 @@ public final class HookRunner: Sendable {
         }
     }
 
-    /// No more retries; a command under way is killed (it would outlive the daemon otherwise).
+    /// No more retries; a command under way is ended, its whole group (it would outlive the daemon otherwise).
     /// Returns the newest token some action still owed (a reload hands it to the next runner).
+    /// `waitForCommand`: returns once a command under way ended, its whole group (the daemon's stop,
+    /// which must leave nothing running); else its group ends on a thread of its own (a reload).
     @discardableResult
-    public func stop() -> String? {
+    public func stop(waitForCommand: Bool = false) -> String? {
         stopped.withLockedValue { $0 = true }
         let owed = state.sync {
             for slot in slots {
@@ -85,7 +87,7 @@ public final class HookRunner: Sendable {
             }
             return slots.compactMap(\.machine.owed).last
         }
-        running?.kill()
+        running?.end(wait: waitForCommand)
         return owed
     }
 
@@ -148,15 +150,21 @@ public final class HookRunner: Sendable {
         func cancel() { timer.cancel() }
     }
 
-    /// The real mechanisms: a signal through a pidfd, a unit reload over D-Bus, a command with
-    /// the token on standard input; `environment` for a command (the provider's name, a PATH).
-    public static func mechanisms(allowedUsers: Set<UInt32>, timeout: Duration, environment: [String: String], running: RunningCommand) -> Perform {
+    /// Reloads a unit (the service manager's plug-in does it, over D-Bus); throws why it did not.
+    public typealias ReloadUnit = @Sendable (_ unit: String) throws(DeliveryFailure) -> Void
+
+    /// The real mechanisms: a signal through a pidfd, a unit reload (`reload`, the service
+    /// manager's), a command with the token on standard input; `environment` for a command (the
+    /// provider's name, a PATH).
+    public static func mechanisms(
+        allowedUsers: Set<UInt32>, timeout: Duration, environment: [String: String], running: RunningCommand, reload: @escaping ReloadUnit
+    ) -> Perform {
         { action, token throws(DeliveryFailure) in
             switch action {
             case .signal(let pidFile, let name):
                 try PidfdSignal.send(DeliveryAction.signals[name] ?? 1, pidFile: pidFile, allowedUsers: allowedUsers)
             case .reload(let unit):
-                try UnitReload.reload(unit)
+                try reload(unit)
             case .run(let argv):
                 defer { running.finished() }
                 try CommandRun.run(argv, input: token + "\n", environment: environment, timeout: timeout, started: running.started)
@@ -165,29 +173,37 @@ public final class HookRunner: Sendable {
     }
 }
 
-/// The command a runner is running now, if any: a daemon that stops kills it rather than leave it
-/// running on its own.
+/// The command a runner is running now, if any: a reload that drops its action, or a daemon that
+/// stops, ends its whole process group rather than leave it running on its own (HOOK-7).
 public final class RunningCommand: Sendable {
-    /// The command under way; `killed`: every command from now on is killed as it starts.
-    private let current = NIOLockedValueBox<(child: Spawned?, killed: Bool)>((nil, false))
+    /// The command under way; `ended`: every command from now on is ended as it starts.
+    private let current = NIOLockedValueBox<(child: Spawned?, ended: Bool)>((nil, false))
 
     public init() {}
 
     func started(_ child: Spawned) {
-        let killed = current.withLockedValue { current in
+        let ended = current.withLockedValue { current in
             current.child = child
-            return current.killed
+            return current.ended
         }
-        if killed { child.kill(SIGKILL) }
+        if ended { child.signalGroup(SIGKILL) }
     }
 
     func finished() { current.withLockedValue { $0.child = nil } }
 
-    /// SIGKILL to the command under way, and to any started after.
-    public func kill() {
-        current.withLockedValue { current in
-            current.killed = true
+    /// Ends the command under way, its whole group (SIGTERM, SIGKILL after `Spawned.hookGrace`),
+    /// and any started after; returns at once (the grace runs on a thread of its own). `wait`:
+    /// returns once the group ended, within the grace and 5 s (the daemon's stop).
+    public func end(wait: Bool = false) {
+        let child = current.withLockedValue { current in
+            current.ended = true
             return current.child
-        }?.kill(SIGKILL)
+        }
+        guard let child else { return }
+        guard wait else {
+            DispatchQueue.global().async { child.terminate(grace: Spawned.hookGrace) }
+            return
+        }
+        child.terminate(grace: Spawned.hookGrace)
     }
 }

@@ -37,6 +37,11 @@ public enum PidfdSignal {
         guard file.owner == 0 || file.owner == getuid() || file.owner == owner else {
             throw DeliveryFailure("\(pidFile) belongs to uid \(file.owner), which may not name a process of uid \(owner)")
         }
+        // The directories on its path obey the file's rule: another user's directory could hold
+        // any file it likes under the name (HOOK-8).
+        if let directory = file.directories.first(where: { $0.owner != 0 && $0.owner != getuid() && $0.owner != owner }) {
+            throw DeliveryFailure("\(directory.path) belongs to uid \(directory.owner), which may not name a process of uid \(owner)")
+        }
         // A file others may write is anyone's claim.
         guard !file.writableByOthers else { throw DeliveryFailure("\(pidFile) is writable by its group or others") }
         // A file in memory (tmpfs, as /run) cannot outlive a boot: a time before this boot says
@@ -58,6 +63,8 @@ public enum PidfdSignal {
     struct PidFile {
         let pid: pid_t
         let owner: UInt32
+        /// The directories on its path, each with its owner, `/` first.
+        let directories: [(path: String, owner: UInt32)]
         /// When it was last written, in seconds since the epoch.
         let modified: Int
         let writableByOthers: Bool
@@ -66,11 +73,39 @@ public enum PidfdSignal {
     }
 
     /// The pid a pid file holds (digits, optionally a newline; at most 64 bytes read), whose the
-    /// file is and when it was written. A regular file only: a FIFO put in its place would block
-    /// the read (O_NONBLOCK keeps the open from blocking, the check refuses it).
+    /// file is and when it was written. Opened one component at a time from `/`, none a link
+    /// (HOOK-8): a link anywhere on the path, which whoever owns a directory could put in the place
+    /// of the next one, would make the file another's choice. A regular file only: a FIFO put in
+    /// its place would block the read (O_NONBLOCK keeps the open from blocking, the check refuses it).
     static func read(_ path: String) throws(DeliveryFailure) -> PidFile {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
-        guard descriptor >= 0 else { throw DeliveryFailure("cannot read \(path): \(String(cString: strerror(errno)))") }
+        let components = path.split(separator: "/", omittingEmptySubsequences: true).map(String.init)
+        guard path.hasPrefix("/"), let name = components.last, !components.contains(".."), !components.contains(".") else {
+            throw DeliveryFailure("\(path) is not an absolute path without . or ..")
+        }
+        var directories: [(path: String, owner: UInt32)] = []
+        var current = open("/", WAF_O_PATH | O_DIRECTORY | O_CLOEXEC)
+        guard current >= 0 else { throw DeliveryFailure("cannot open /: \(String(cString: strerror(errno)))") }
+        defer { close(current) }
+        var walked = ""
+        for component in components.dropLast() + [nil] {
+            // The directory `current` is: its owner, and whether others may replace what is in it
+            // (writable by them without the sticky bit).
+            let here = walked.isEmpty ? "/" : walked
+            var info = stat()
+            guard fstat(current, &info) == 0 else { throw DeliveryFailure("cannot read \(here): \(String(cString: strerror(errno)))") }
+            directories.append((here, info.st_uid))
+            if info.st_mode & 0o002 != 0, info.st_mode & S_ISVTX == 0 {
+                throw DeliveryFailure("\(here) is writable by others: anyone may put a file of theirs in it")
+            }
+            guard let component else { break }
+            walked += "/" + component
+            let next = openat(current, component, WAF_O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard next >= 0 else { throw DeliveryFailure(linkOr(errno, walked)) }
+            close(current)
+            current = next
+        }
+        let descriptor = openat(current, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY)
+        guard descriptor >= 0 else { throw DeliveryFailure(linkOr(errno, path)) }
         defer { close(descriptor) }
         var info = stat()
         guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { throw DeliveryFailure("\(path) is not a regular file") }
@@ -80,8 +115,20 @@ public enum PidfdSignal {
         let text = String(decoding: bytes.prefix(count), as: UTF8.self).trimmingCharacters(" \n\t")
         guard let pid = Int32(text), pid > 1 else { throw DeliveryFailure("\(path) holds no pid") }
         return PidFile(
-            pid: pid, owner: info.st_uid, modified: info.st_mtim.tv_sec, writableByOthers: info.st_mode & 0o022 != 0,
+            pid: pid, owner: info.st_uid, directories: directories, modified: info.st_mtim.tv_sec, writableByOthers: info.st_mode & 0o022 != 0,
             inMemory: inMemory(descriptor))
+    }
+
+    /// Why a component could not be opened: a link (ELOOP, or ENOTDIR for a link in a
+    /// directory's place) said as one.
+    private static func linkOr(_ error: Int32, _ path: String) -> String {
+        if error == ELOOP || error == ENOTDIR {
+            var info = stat()
+            if lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFLNK {
+                return "\(path) is a symbolic link: a pid file's path is followed without links"
+            }
+        }
+        return "cannot read \(path): \(String(cString: strerror(error)))"
     }
 
     /// Whether the open file is on tmpfs or ramfs, which a boot starts empty.

@@ -24,7 +24,10 @@ public struct SupervisorMachine: Sendable {
 
     public enum Action: Sendable, Equatable {
         case spawn
+        /// To the child alone: a signal from outside, passed on.
         case signal(Int32)
+        /// To the child's whole process group: ending it (EXEC-5).
+        case signalGroup(Int32)
         /// SIGKILL to the child after this long, unless it ends first.
         case armKill(Duration)
         case cancelKill
@@ -63,7 +66,7 @@ public struct SupervisorMachine: Sendable {
         case .hup: return [.signal(Self.hangUp)]
         case .restart:
             state = .restarting
-            return [.signal(Self.terminate), .armKill(Self.restartGrace)]
+            return [.signalGroup(Self.terminate), .armKill(Self.restartGrace)]
         }
     }
 
@@ -109,7 +112,7 @@ public struct SupervisorMachine: Sendable {
             return [.exit(128 + Self.terminate)]
         case .running, .restarting:
             state = .stopping
-            return [.signal(Self.terminate), .armKill(Self.restartGrace)]
+            return [.signalGroup(Self.terminate), .armKill(Self.restartGrace)]
         case .stopping:
             return [.armKill(Self.restartGrace)]
         case .done:
@@ -117,8 +120,8 @@ public struct SupervisorMachine: Sendable {
         }
     }
 
-    /// The grace is over and the child still runs.
+    /// The grace is over and the child still runs: its whole group is killed.
     public mutating func killDue() -> [Action] {
-        state == .restarting || state == .stopping ? [.signal(Self.kill)] : []
+        state == .restarting || state == .stopping ? [.signalGroup(Self.kill)] : []
     }
 }

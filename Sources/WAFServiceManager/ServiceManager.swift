@@ -56,3 +56,27 @@ public enum PassedSockets: Sendable, Equatable {
     /// Sockets were passed, but none is a listening stream socket.
     case unusable(String)
 }
+
+/// Reloads a unit of the service manager (systemd's `ReloadUnit` over D-Bus): the `reload: UNIT`
+/// delivery action. The plug-in implements it; without one, every reload fails, saying why.
+public protocol UnitReloader: Sendable {
+    func reload(unit: String) throws(UnitReloadFailure)
+}
+
+/// Why a unit was not reloaded, in one sentence.
+public struct UnitReloadFailure: Error, Sendable, CustomStringConvertible {
+    public let description: String
+
+    public init(_ description: String) {
+        self.description = description
+    }
+}
+
+/// No service manager to ask.
+public struct NoUnitReloader: UnitReloader {
+    public init() {}
+
+    public func reload(unit: String) throws(UnitReloadFailure) {
+        throw UnitReloadFailure("no service manager to reload \(unit) with (this build has no systemd plug-in)")
+    }
+}

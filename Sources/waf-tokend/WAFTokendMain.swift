@@ -26,7 +26,8 @@ enum WAFTokendMain {
             }
             DaemonIntegration.install(
                 DaemonIntegration(
-                    makeNotifier: { SystemdNotifier() }, passedSockets: SocketActivation.inheritedSockets, startDemoService: DemoService.start))
+                    makeNotifier: { SystemdNotifier() }, passedSockets: SocketActivation.inheritedSockets, startDemoService: DemoService.start,
+                    unitReloader: SystemdUnitReloader()))
             await WAFTokendCommand.main()
         }
     }

@@ -128,4 +128,49 @@ struct MechanismsTests {
         utimensat(AT_FDCWD, memory, &times, 0)
         #expect(refusal(memory) == nil, "a tmpfs file from before the boot: signalled")
     }
+
+    @Test(
+        "HOOK8: a pid file's path is walked without links: alice's directory replaced by a link to bob's leads nowhere; a directory of a third user on the path is refused"
+    )
+    func HOOK8_pathWithoutLinks() async throws {
+        let (alice, bob, carol): (UInt32, UInt32, UInt32) = (2901, 2902, 2903)
+        let root = try Self.scratch()
+        chmod(root, 0o755)
+        // Bob's process, and his pid file for it in his own directory.
+        let process = try Spawned(
+            ["/usr/bin/setpriv", "--reuid=\(bob)", "--regid=\(bob)", "--clear-groups", "/bin/sleep", "30"], environment: [:], stdin: .null,
+            output: .null)
+        defer { process.terminate(grace: .zero) }
+        try await Task.sleep(for: .milliseconds(200))
+        for (user, id) in [("alice", alice), ("bob", bob), ("carol", carol)] {
+            try FileManager.default.createDirectory(atPath: "\(root)/\(user)/run", withIntermediateDirectories: true)
+            chown("\(root)/\(user)", id, id)
+            chown("\(root)/\(user)/run", id, id)
+        }
+        try String(process.pid).write(toFile: "\(root)/bob/run/app.pid", atomically: false, encoding: .utf8)
+        chown("\(root)/bob/run/app.pid", bob, bob)
+        func refusal(_ path: String) -> String? {
+            do throws(DeliveryFailure) {
+                // SIGCONT: harmless to a sleep, which a refusal must never have been sent.
+                try PidfdSignal.send(SIGCONT, pidFile: path, allowedUsers: [alice, bob])
+                return nil
+            } catch {
+                return error.description
+            }
+        }
+        #expect(refusal("\(root)/bob/run/app.pid") == nil, "bob's own file: signalled")
+        // Alice swaps her run directory for a link to bob's: her pid file now names his process.
+        try FileManager.default.removeItem(atPath: "\(root)/alice/run")
+        symlink("\(root)/bob/run", "\(root)/alice/run")
+        #expect(refusal("\(root)/alice/run/app.pid")?.contains("symbolic link") == true, "\(refusal("\(root)/alice/run/app.pid") ?? "signalled")")
+        // A link for the file itself, too.
+        symlink("\(root)/bob/run/app.pid", "\(root)/carol/link.pid")
+        #expect(refusal("\(root)/carol/link.pid")?.contains("symbolic link") == true)
+        // A hard link to bob's file in carol's directory: the file is bob's, the directory is not.
+        link("\(root)/bob/run/app.pid", "\(root)/carol/run/app.pid")
+        #expect(
+            refusal("\(root)/carol/run/app.pid")?.contains("belongs to uid \(carol)") == true,
+            "\(refusal("\(root)/carol/run/app.pid") ?? "signalled")")
+        try? FileManager.default.removeItem(atPath: root)
+    }
 }

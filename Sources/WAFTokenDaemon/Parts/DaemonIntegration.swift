@@ -16,17 +16,21 @@ public struct DaemonIntegration: Sendable {
     public var startDemoService: (@Sendable () async throws -> any DemoTokenService)?
     /// How the watchdog checks a provider: a round trip through its state context.
     public var livenessProbe: @Sendable (WAFTokenProvider) -> LivenessProbe
+    /// The `reload: UNIT` delivery action's D-Bus call.
+    public var unitReloader: any UnitReloader
 
     public init(
         makeNotifier: @escaping @Sendable () -> any ServiceNotifier = { NoServiceNotifier() },
         passedSockets: @escaping @Sendable () -> PassedSockets = { .none },
         startDemoService: (@Sendable () async throws -> any DemoTokenService)? = nil,
-        livenessProbe: @escaping @Sendable (WAFTokenProvider) -> LivenessProbe = { provider in { provider.ping($0) } }
+        livenessProbe: @escaping @Sendable (WAFTokenProvider) -> LivenessProbe = { provider in { provider.ping($0) } },
+        unitReloader: any UnitReloader = NoUnitReloader()
     ) {
         self.makeNotifier = makeNotifier
         self.passedSockets = passedSockets
         self.startDemoService = startDemoService
         self.livenessProbe = livenessProbe
+        self.unitReloader = unitReloader
     }
 
     private static let installed = NIOLockedValueBox(DaemonIntegration())

@@ -1,8 +1,10 @@
+import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import WAFDaemonConfiguration
 import WAFDaemonTransport
 import WAFDelivery
+import WAFServiceManager
 import WAFSocketAPI
 import WAFTokenStorage
 
@@ -49,6 +51,11 @@ final class DeliveryHooks: Sendable {
             actions: configuration.inherited(Keys.sinksOnToken, for: provider) ?? [], allowedUsers: Set(users),
             timeout: configuration[Keys.sinksOnTokenTimeoutSec])
         if runners.withLockedValue({ $0[provider.name]?.settings }) == settings { return }
+        if settings.actions.contains(where: \.runsACommand), !Spawned.pidfdsAvailable {
+            logger.warning(
+                "this kernel has no pidfds (Linux before 5.3): commands are watched by polling every 10 ms, within the same timeouts",
+                metadata: ["provider": "\(provider.name)"])
+        }
         let runner = settings.actions.isEmpty ? nil : makeRunner(provider.name, settings)
         // A delivery the old runner still owed (failing, retrying) goes on with the new one, handed
         // over before the new one is published, under the lock `tokenFetched` takes: a token that
@@ -60,9 +67,11 @@ final class DeliveryHooks: Sendable {
         }
     }
 
-    /// The daemon stops: no more retries, and a command under way is killed.
+    /// The daemon stops: no more retries, and a command under way ends with its whole group, before
+    /// the daemon does (HOOK-7); the runners' groups end together, not one grace after another.
     func stopAll() {
-        for (_, runner) in runners.withLockedValue({ Array($0.values) }) { runner.stop() }
+        let all = runners.withLockedValue { Array($0.values) }
+        DispatchQueue.concurrentPerform(iterations: all.count) { index in all[index].runner.stop(waitForCommand: true) }
     }
 
     /// A provider that is gone, or whose identity changes: its retries stop, and what it owed is
@@ -73,9 +82,17 @@ final class DeliveryHooks: Sendable {
 
     private func makeRunner(_ name: String, _ settings: Settings) -> HookRunner {
         let running = RunningCommand()
+        let reloader = DaemonIntegration.current.unitReloader
         let mechanisms = HookRunner.mechanisms(
             allowedUsers: settings.allowedUsers, timeout: .seconds(settings.timeout),
-            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "WAF_TOKEND_PROVIDER": name], running: running)
+            environment: ["PATH": "/usr/local/bin:/usr/bin:/bin", "WAF_TOKEND_PROVIDER": name], running: running,
+            reload: { unit throws(DeliveryFailure) in
+                do throws(UnitReloadFailure) {
+                    try reloader.reload(unit: unit)
+                } catch {
+                    throw DeliveryFailure(error.description)
+                }
+            })
         let (persistence, metrics, broadcaster, logger) = (persistence, metrics, broadcaster, logger)
         return HookRunner(
             actions: settings.actions,
@@ -113,5 +130,12 @@ struct HookEvent: Encodable {
         result = outcome.result.rawValue
         attempt = outcome.attempt
         reason = outcome.reason
+    }
+}
+
+extension DeliveryAction {
+    fileprivate var runsACommand: Bool {
+        if case .run = self { return true }
+        return false
     }
 }

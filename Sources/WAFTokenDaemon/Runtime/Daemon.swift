@@ -62,7 +62,9 @@ public enum Daemon {
             let count = error.issues.count
             return fail(DaemonFailure(.configuration, "invalid configuration (\(count) problem\(count == 1 ? "" : "s")):\n\(lines)"))
         case .success(let loaded):
-            configuration = loaded
+            // exec runs the provider it wraps and no other: the others are not fetched, not
+            // written, not refreshed (EXEC-5).
+            configuration = exec.map { loaded.keeping(only: $0.provider) } ?? loaded
         }
         LogLevelControl.process.level = configuration[Keys.logLevel]
         let logger = Logger(label: "waf-tokend")

@@ -47,6 +47,9 @@ final class ExecService: Service, Sendable {
     private let state: NIOLockedValueBox<Running>
     /// The status the process exits with, once the child ended (69 without a first token).
     let exitStatus = NIOLockedValueBox<Int32?>(nil)
+    /// The supervisor started in the foreground of the terminal on its standard input: every child
+    /// (a restart's too) gets that foreground, as a shell gives it to a job.
+    private let interactive = isatty(0) == 1 && tcgetpgrp(0) == getpgrp()
 
     private struct Running {
         var machine: SupervisorMachine
@@ -195,6 +198,8 @@ final class ExecService: Service, Sendable {
                 spawn()
             case .signal(let signal):
                 state.withLockedValue { $0.child }?.kill(signal)
+            case .signalGroup(let signal):
+                state.withLockedValue { $0.child }?.signalGroup(signal)
             case .armKill(let delay):
                 let armed = state.withLockedValue { state in
                     state.kills += 1
@@ -224,11 +229,15 @@ final class ExecService: Service, Sendable {
         var environment = ProcessInfo.processInfo.environment
         environment["WAF_TOKEN_FILE"] = settings.tokenFile
         do throws(DeliveryFailure) {
-            let child = try Spawned(settings.command, environment: environment, stdin: .inherit, output: .inherit, searchPath: true)
+            // In a process group of its own, which ends with it (EXEC-5); the terminal's foreground
+            // group when the supervisor started in the foreground of the terminal on its input.
+            let child = try Spawned(
+                settings.command, environment: environment, stdin: .inherit, output: .inherit, searchPath: true, foreground: interactive)
             state.withLockedValue { $0.child = child }
             logger.info("started", metadata: ["command": "\(settings.command[0])", "pid": "\(child.pid)"])
             waiter.async { [self] in
-                let status = child.wait(timeout: nil)?.status ?? 1
+                // What the child left running in its group ends with it (SIGTERM, then SIGKILL).
+                let status = child.wait(timeout: nil, leftoverGrace: SupervisorMachine.restartGrace)?.status ?? 1
                 queue.async { [self] in carryOut { $0.childEnded(status: status) } }
             }
         } catch {

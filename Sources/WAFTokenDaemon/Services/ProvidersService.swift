@@ -33,7 +33,13 @@ final class ProvidersService: Service, Sendable {
         // Asked to stop gracefully, or cancelled because another service failed: either way
         // they stop (in the second case without waiting for the listeners' drain).
         try? await gracefulShutdown()
-        hooks.stopAll()
+        // Off the concurrency pool: a hook's group may take its grace to end.
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().async { [hooks] in
+                hooks.stopAll()
+                done.resume()
+            }
+        }
         await canaries.stopAll()
         guard await Self.stop(providers.all, within: limit) else {
             logger.error("a provider did not stop within \(limit); exiting without it")

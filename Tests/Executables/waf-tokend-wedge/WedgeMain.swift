@@ -24,7 +24,8 @@ enum WedgeMain {
         LoggingSystem.bootstrap { label in
             LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)
         }
-        var integration = DaemonIntegration(makeNotifier: { SystemdNotifier() }, passedSockets: SocketActivation.inheritedSockets)
+        var integration = DaemonIntegration(
+            makeNotifier: { SystemdNotifier() }, passedSockets: SocketActivation.inheritedSockets, unitReloader: SystemdUnitReloader())
         integration.livenessProbe = { provider in
             guard domain == nil || domain == provider.configuration.domainName else { return { completion in provider.ping(completion) } }
             Task.detached {

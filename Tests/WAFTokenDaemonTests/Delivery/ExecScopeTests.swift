@@ -17,8 +17,19 @@ struct ExecScopeTests {
         let directory = try scratchDirectory("waf-exec-scope")
         let payFile = directory.path + "/pay.token"
         let config = directory.path + "/config.yaml"
-        try (twoProvidersFile(first: first, second: second) + "    sinks:\n      tokenFile: \(payFile)\n").write(
-            toFile: config, atomically: true, encoding: .utf8)
+        // pay answers for the same host as default, so that its fetches would succeed were it run.
+        let yaml = """
+            applicationIntegrationUrl: \(first.url)
+            domainName: 127.0.0.1
+            providers:
+              pay:
+                applicationIntegrationUrl: \(second.url)
+                domainName: 127.0.0.1
+                sinks:
+                  tokenFile: \(payFile)
+
+            """
+        try yaml.write(toFile: config, atomically: true, encoding: .utf8)
         let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
         let supervisor = try SpawnedProcess(
             daemon,

@@ -3,7 +3,8 @@
 # it: another test can take it in between, and the test then talks to the wrong peer (a flake that
 # failed one full run in five). A server under test binds port 0 and reports its port (the
 # daemon's log line, `listeningPort(of:)` for a third-party program), or the test binds the socket
-# itself and passes it (`ListeningSocket`). Run by `make test`; prints what it finds.
+# itself and passes it (`ListeningSocket`); squid, which takes neither, gets an address of its own
+# and a port outside the ephemeral range (`Squid`). Run by `make test`; prints what it finds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-pattern='\b(OBJ|CFG|TOK|RET|LIFE|COOK|RELOAD|STATE|MULTI|TENANT|HOOK|EXEC|CANARY)-?[0-9]+\b'
+pattern='\b(OBJ|CFG|TOK|RET|LIFE|COOK|RELOAD|STATE|MULTI|TENANT|HOOK|EXEC|CANARY|EGRESS)-?[0-9]+\b'
 cited=$(grep -rhoE "$pattern" Sources Tests | sed -E 's/([A-Z]+)-?([0-9]+)/\1-\2/' | sort -u)
 documented=$(grep -hE '^#+ ' docs/*.md | grep -oE "$pattern" | sort -u)
 status=0

@@ -20,6 +20,7 @@ packages=(
     systemd-container debootstrap  # the end-to-end test under a real systemd in a container
     util-linux binutils          # unshare, nsenter, setpriv; strip for make install
     nginx-light caddy            # the forward-authentication examples, run by the real programs
+    squid                        # the forward proxy of the egress tests (EGRESS-1)
     prometheus                   # a real scrape of metrics.listen; promtool for the alert rules' tests
 )
 # Python tools the tests run: the Traefik binary (Traefik is not in Debian), and the Kubernetes

@@ -1,6 +1,12 @@
 import Configuration
 import WAFTokenCore
 
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
 /// Reads and checks the whole configuration: command line, then environment (both through
 /// swift-configuration's providers), then the YAML file, then defaults. A wrong type, a wrong
 /// shape or an out-of-range value is refused with key, value, what is allowed and where it came
@@ -49,8 +55,11 @@ public enum ConfigurationLoader {
         let top = TopLevel(sdk: provider, origins: origins, values: values)
         let (providers, providerIssues) = Self.providers(top, sources: sources, file: file, refused: refused)
         issues += providerIssues.filter { !refused.contains($0.key) }
+        let proxyEnvironment = sources.environment.filter { DaemonConfiguration.proxyVariables.contains($0.key) }
+        let configuration = DaemonConfiguration(providers: providers, topLevelSDK: provider, values: values, proxyEnvironment: proxyEnvironment)
+        issues += egressIssues(configuration)
         guard issues.isEmpty, !providers.isEmpty else { return .failure(WAFConfigurationError(issues: order(issues))) }
-        return .success(DaemonConfiguration(providers: providers, topLevelSDK: provider, values: values))
+        return .success(configuration)
     }
 
     /// The value that decides `spec`, and where it came from: the first source that holds it.
@@ -93,5 +102,48 @@ public enum ConfigurationLoader {
             let (pa, pb) = (position[a.element.key] ?? -1, position[b.element.key] ?? -1)
             return pa == pb ? a.offset < b.offset : pa < pb
         }.map(\.element)
+    }
+}
+
+extension ConfigurationLoader {
+    /// A proxy the environment names that the daemon cannot use, for a URL a provider asks
+    /// (EGRESS-1): refused at start, not found at the first fetch.
+    static func egressIssues(_ configuration: DaemonConfiguration) -> [WAFConfigurationIssue] {
+        var issues: [WAFConfigurationIssue] = []
+        for provider in configuration.providers {
+            let prefix = provider.isDefault ? "" : "providers.\(provider.name)."
+            for (what, url) in configuration.outboundURLs(of: provider) {
+                let issue: WAFConfigurationIssue
+                switch configuration.egress(of: provider, for: url) {
+                case .failure(let problem):
+                    issue = WAFConfigurationIssue(
+                        key: prefix + Keys.egressProxy.spec.name, value: nil, problem: "is unset, and for the \(what): \(problem.description)",
+                        allowed: Keys.egressProxy.spec.allowed)
+                case .success(let egress):
+                    // AsyncHTTPClient (the token service's and the canary's client) checks a
+                    // certificate named by an address against the address it connected to: through
+                    // a proxy, the proxy's, which never matches. The proxy's own loop checks it right.
+                    guard case .proxy = egress.route, what != "proxy upstream", let host = URLComponents(string: url)?.host,
+                        url.lowercased().hasPrefix("https://"), WAFHost.isIPLiteral(host.hasPrefix("[") ? String(host.dropFirst().dropLast()) : host)
+                    else { continue }
+                    issue = WAFConfigurationIssue(
+                        key: prefix + Keys.egressProxy.spec.name, value: egress.label.debugDescription,
+                        problem:
+                            "cannot carry https to the \(what) at the address \(host): its certificate cannot be checked through a forward proxy; name it by its DNS name",
+                        allowed: Keys.egressProxy.spec.allowed)
+                }
+                if !issues.contains(where: { $0.description == issue.description }) { issues.append(issue) }
+            }
+            // A password file others may read is found now, not when the first request would send it.
+            if let path = configuration.inherited(Keys.egressProxyCredentialsFile, for: provider),
+                case .failure(let problem) = ProxyCredentials.read(path)
+            {
+                let issue = WAFConfigurationIssue(
+                    key: Keys.egressProxyCredentialsFile.spec.name, value: path.debugDescription, problem: problem.description,
+                    allowed: ProxyCredentials.allowed)
+                if !issues.contains(where: { $0.description == issue.description }) { issues.append(issue) }
+            }
+        }
+        return issues
     }
 }

@@ -9,16 +9,27 @@ public struct DaemonConfiguration: Sendable {
     /// The SDK keys the top level gives, for the effective configuration.
     package let topLevelSDK: [String: WAFSettingValue]
     package let values: [String: CheckedValue]
+    /// The proxy variables of the environment the configuration was read in (`https_proxy`, …),
+    /// which decide a provider's egress when `egress.proxy` does not.
+    package let proxyEnvironment: [String: String]
 
-    package init(providers: [ProviderConfiguration], topLevelSDK: [String: WAFSettingValue], values: [String: CheckedValue]) {
+    /// The variables an egress is read from when `egress.proxy` is unset.
+    package static let proxyVariables = ["https_proxy", "HTTPS_PROXY", "http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"]
+
+    package init(
+        providers: [ProviderConfiguration], topLevelSDK: [String: WAFSettingValue], values: [String: CheckedValue],
+        proxyEnvironment: [String: String] = [:]
+    ) {
         self.providers = providers
         self.topLevelSDK = topLevelSDK
         self.values = values
+        self.proxyEnvironment = proxyEnvironment
     }
 
     /// The same configuration with only the provider named `name` (every daemon key kept).
     package func keeping(only name: String) -> DaemonConfiguration {
-        DaemonConfiguration(providers: providers.filter { $0.name == name }, topLevelSDK: topLevelSDK, values: values)
+        DaemonConfiguration(
+            providers: providers.filter { $0.name == name }, topLevelSDK: topLevelSDK, values: values, proxyEnvironment: proxyEnvironment)
     }
 
     /// The provider the top-level identity makes, if the top level has one.

@@ -44,6 +44,8 @@ public struct KeySpec: Sendable, Hashable {
         case tcpAddress
         /// A list of delivery actions (`sinks.onToken`): signal, reload, run.
         case actions
+        /// `direct`, or an `http://HOST:PORT` forward proxy (`egress.proxy`).
+        case egressProxy
     }
 
     /// The dotted name, as in the file: `socket.path`.
@@ -113,6 +115,7 @@ public struct KeySpec: Sendable, Hashable {
         case .tcpAddress: "an address with a port (0.0.0.0:9464, 127.0.0.1:9464, [::]:9464)"
         case .actions:
             "a list of actions, each {signal: {pidFile: PATH, name: HUP}}, {reload: UNIT} or {run: [PROGRAM, ARGS...]} (as YAML, in a variable or an option too)"
+        case .egressProxy: "direct, or http://HOST:PORT of a forward proxy (no credentials in it: egress.proxyCredentialsFile)"
         }
     }
 

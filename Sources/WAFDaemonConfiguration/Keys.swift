@@ -90,7 +90,7 @@ public enum Keys {
             tokenServiceTimeoutSec.spec, tokenServiceCAFile.spec, refreshMinForcedIntervalSec.spec, refreshJitter.spec, cookieSecure.spec,
             sinksTokenFile.spec, sinksCookieJar.spec, sinksGroup.spec, stateDirectory.spec, logLevel.spec, limitsBufferedBytes.spec,
             readinessWaitForToken.spec, providerAllowedUsers.spec, providerAllowedGroups.spec,
-        ] + proxyKeys + listenerKeys + deliveryKeys
+        ] + proxyKeys + listenerKeys + deliveryKeys + egressKeys
 
     /// The keys a provider's entry may hold, by name.
     package static let perProviderByName = byName.filter { $0.value.perProvider }

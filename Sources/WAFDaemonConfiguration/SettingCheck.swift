@@ -145,6 +145,11 @@ enum SettingCheck {
             return .success(.text(text))
         case .tcpAddress:
             return TCPAddress(text) == nil ? .failure(Problem("is not an address with a port")) : .success(.text(text))
+        case .egressProxy:
+            switch Egress.parseProxy(text) {
+            case .success: return .success(.text(text))
+            case .failure(let problem): return .failure(Problem(problem.description))
+            }
         case .provider, .list, .actions:
             preconditionFailure("checked elsewhere")
         }

@@ -11,6 +11,9 @@ package struct UpstreamTarget: Sendable, Hashable {
     /// The upstream request's `Host`: the URL's authority as written.
     package let authority: String
 
+    /// `host:port`, as a forward proxy's `CONNECT` names it (the port always written).
+    package var connectAuthority: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
     package init(secure: Bool, host: String, port: Int, basePath: String, authority: String) {
         self.secure = secure
         self.host = host

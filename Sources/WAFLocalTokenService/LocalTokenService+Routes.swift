@@ -39,7 +39,10 @@ extension LocalTokenService {
 
     /// Routes one request; `latency` is added before the answer goes out. Token-service calls
     /// (`isTokenServiceCall`) must be reported finished with `callFinished()`.
-    func reply(to request: NIOHTTPServerRequestFull) -> (reply: Reply, latencyMilliseconds: Int, isTokenServiceCall: Bool) {
+    /// `address`: the peer's, which a token is bound to when the service binds them (EGRESS-1).
+    func reply(
+        to request: NIOHTTPServerRequestFull, from address: String? = nil
+    ) -> (reply: Reply, latencyMilliseconds: Int, isTokenServiceCall: Bool) {
         let head = request.head
         let path = String(head.uri.prefix { $0 != "?" })
         let body = request.body.map { Array($0.readableBytesView) } ?? []
@@ -51,11 +54,11 @@ extension LocalTokenService {
             if path.hasSuffix("/edge/inputs"), configuration.redirectMaxAge == nil {
                 return (.error(.notFound, "no such path"), 0, false)
             }
-            let (reply, latency) = tokenServiceCall(.inputs) { inputs(uri: head.uri, path: path, now: now) }
+            let (reply, latency) = tokenServiceCall(.inputs, from: address) { inputs(uri: head.uri, path: path, now: now) }
             return (reply, latency, true)
         case pathPrefix + "/verify", pathPrefix + "/edge/verify":
             guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
-            let (reply, latency) = tokenServiceCall(.verify) { verify(body: body, now: now) }
+            let (reply, latency) = tokenServiceCall(.verify, from: address) { verify(body: body, from: address, now: now) }
             return (reply, latency, true)
         case "/__admin/counters":
             return (.json(.ok, counters), 0, false)
@@ -72,6 +75,11 @@ extension LocalTokenService {
             let on = String(decoding: body, as: UTF8.self).contains("true")
             askForCaptcha(on)
             return (.json(.ok, ["captcha": on]), 0, false)
+        case "/__admin/bind-addresses":
+            guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
+            let on = String(decoding: body, as: UTF8.self).contains("true")
+            state.withLockedValue { $0.bindTokensToAddresses = on }
+            return (.json(.ok, ["bindTokensToAddresses": on]), 0, false)
         case "/__admin/reset":
             guard head.method == .POST else { return (.error(.methodNotAllowed, "use POST"), 0, false) }
             reset(counters: true)
@@ -86,14 +94,14 @@ extension LocalTokenService {
                     head.uri.split(separator: "?").dropFirst().first?.split(separator: "&")
                     .first { $0.hasPrefix("delayMs=") }.flatMap { Int($0.dropFirst("delayMs=".count)) } ?? 0
                 if let fault = takeFault(for: .protected) { return (injected(fault, now: now).0, delay, false) }
-                return (protected(head, path: path, body: body, now: now), delay, false)
+                return (protected(head, path: path, body: body, from: address, now: now), delay, false)
             }
             return (.error(.notFound, "no such path"), 0, false)
         }
     }
 
     /// Applies an armed fault to `endpoint`, or answers normally; records the call either way.
-    private func tokenServiceCall(_ endpoint: Endpoint, _ answer: () -> (Reply, String)) -> (Reply, Int) {
+    private func tokenServiceCall(_ endpoint: Endpoint, from address: String?, _ answer: () -> (Reply, String)) -> (Reply, Int) {
         let latency = state.withLockedValue { state -> Int in
             if endpoint == .inputs { state.counters.inputs += 1 } else { state.counters.verify += 1 }
             state.counters.callsInFlight += 1
@@ -103,7 +111,7 @@ extension LocalTokenService {
         let fault = takeFault(for: endpoint)
         let (reply, outcome) = fault.map { injected($0, now: Date()) } ?? answer()
         let status: Int? = if case .send(let status, _, _) = reply { Int(status.code) } else { nil }
-        state.withLockedValue { $0.counters.record(endpoint, status: status, outcome: outcome) }
+        state.withLockedValue { $0.counters.record(endpoint, status: status, outcome: outcome, from: address) }
         return (reply, latency)
     }
 
@@ -161,7 +169,7 @@ extension LocalTokenService {
         return (.json(.ok, challenges.issue(at: now).document), "challenge")
     }
 
-    private func verify(body: [UInt8], now: Date) -> (Reply, String) {
+    private func verify(body: [UInt8], from address: String?, now: Date) -> (Reply, String) {
         func rejected(_ status: HTTPResponseStatus, _ reason: String) -> (Reply, String) {
             state.withLockedValue { $0.counters.verifyRejected += 1 }
             logger.info("verify rejected", metadata: ["reason": "\(reason)"])
@@ -201,80 +209,11 @@ extension LocalTokenService {
             state.counters.tokensIssued += 1
             state.minted.append(token)
             if state.minted.count > 1000 { state.minted.removeFirst() }
+            // Where each token was acquired, for the protected resource's reuse rule.
+            if let address { state.acquiredFrom[token] = address }
+            if state.acquiredFrom.count > 1000 { state.acquiredFrom.removeAll() }
         }
         return (.json(.ok, ["token": token]), "token")
-    }
-
-    // MARK: The protected resource
-
-    /// Answers like AWS WAF behind a Challenge rule: 200 with a valid token, else 202 and
-    /// `x-amzn-waf-action: challenge`. A body is answered with its size and SHA-256, so that a
-    /// client can tell it arrived whole.
-    private func protected(_ head: HTTPRequestHead, path: String, body: [UInt8], now: Date) -> Reply {
-        let token = head.headers["x-aws-waf-token"].first ?? Self.cookie(named: "aws-waf-token", in: head.headers)
-        let host = Self.hostName(head.headers["Host"].first ?? "")
-        let (rotatedAt, captcha) = state.withLockedValue { ($0.rotatedAt, $0.captcha) }
-        if captcha {
-            state.withLockedValue {
-                $0.counters.protectedChallenged += 1
-                $0.counters.record(.protected, status: 405, outcome: "captcha")
-            }
-            return .send(.methodNotAllowed, [("x-amzn-waf-action", "captcha"), ("Content-Type", "text/plain")], Array("captcha\n".utf8))
-        }
-        var verdict = "no token"
-        if let token {
-            switch tokens.check(token, at: now) {
-            case .invalid(let reason):
-                verdict = reason
-            case .valid(let claims) where rotatedAt.map({ Double(claims.mintedAtMilliseconds) / 1000 < $0.timeIntervalSince1970 }) == true:
-                verdict = "the token was minted before the web ACL's key rotated"
-            case .valid(let claims):
-                // The token's domain must be the request's host, or on the token domain list and
-                // then also good for its subdomains.
-                let listed = configuration.tokenDomains.contains(claims.domain)
-                if claims.domain == host || (listed && host.hasSuffix("." + claims.domain)) {
-                    state.withLockedValue {
-                        $0.counters.protectedAllowed += 1
-                        $0.counters.record(.protected, status: 200, outcome: "allowed")
-                    }
-                    var answer = ["ok": "true", "path": path]
-                    // The names of the other cookies that came with it: a proxy in front must keep them.
-                    let others = head.headers["Cookie"].flatMap { $0.split(separator: ";") }.compactMap { pair in
-                        pair.split(separator: "=", maxSplits: 1).first.map { $0.filter { $0 != " " } }
-                    }.filter { $0 != "aws-waf-token" }
-                    if !others.isEmpty { answer["cookies"] = others.joined(separator: ",") }
-                    if !body.isEmpty {
-                        answer["bodyBytes"] = String(body.count)
-                        answer["bodySHA256"] = SHA256.hash(data: body).map { String($0, radix: 16).leftPadded(to: 2) }.joined()
-                    }
-                    return .json(.ok, answer)
-                }
-                verdict = "the token is for \(claims.domain), not \(host)"
-            }
-        }
-        state.withLockedValue {
-            $0.counters.protectedChallenged += 1
-            $0.counters.record(.protected, status: 202, outcome: "challenged")
-        }
-        logger.debug("protected resource challenged", metadata: ["reason": "\(verdict)"])
-        return .send(.accepted, [("x-amzn-waf-action", "challenge"), ("Content-Type", "text/plain")], Array("challenge\n".utf8))
-    }
-
-    static func cookie(named name: String, in headers: HTTPHeaders) -> String? {
-        for header in headers["Cookie"] {
-            for pair in header.split(separator: ";") {
-                let parts = pair.split(separator: "=", maxSplits: 1)
-                if parts.count == 2, parts[0].trimmingPrefix(" ") == name { return String(parts[1]) }
-            }
-        }
-        return nil
-    }
-
-    /// The host of a Host header, without port or IPv6 brackets, in lower case.
-    static func hostName(_ header: String) -> String {
-        let lowered = header.lowercased()
-        if lowered.hasPrefix("[") { return String(lowered.dropFirst().prefix { $0 != "]" }) }
-        return String(lowered.prefix { $0 != ":" })
     }
 
     // MARK: Administration

@@ -37,6 +37,11 @@ public final class LocalTokenService: Sendable {
         var rotatedAt: Date?
         /// The protected resource asks every request for a CAPTCHA (`POST /__admin/captcha`).
         var captcha = false
+        /// A token used from another address than the one it was acquired from is challenged
+        /// (`--bind-tokens-to-addresses`, `POST /__admin/bind-addresses`).
+        var bindTokensToAddresses = false
+        /// The address each token was acquired from (its `/verify`'s peer).
+        var acquiredFrom: [String: String] = [:]
     }
 
     public let configuration: LocalTokenServiceConfiguration
@@ -60,7 +65,9 @@ public final class LocalTokenService: Sendable {
             key: SymmetricKey(size: .bits256), type: configuration.challengeType, difficulty: configuration.difficulty,
             memory: configuration.memory, lifetime: TimeInterval(configuration.challengeLifetimeSeconds))
         tokens = TokenIssuer(key: SymmetricKey(size: .bits256), immunity: TimeInterval(configuration.immunitySeconds))
-        state = NIOLockedValueBox(State(faults: configuration.faults, latencyMilliseconds: configuration.latencyMilliseconds))
+        var initial = State(faults: configuration.faults, latencyMilliseconds: configuration.latencyMilliseconds)
+        initial.bindTokensToAddresses = configuration.bindTokensToAddresses
+        state = NIOLockedValueBox(initial)
         if let certificate = configuration.tlsCertificateFile, let key = configuration.tlsKeyFile {
             let chain = try NIOSSLCertificate.fromPEMFile(certificate).map { NIOSSLCertificateSource.certificate($0) }
             let server = TLSConfiguration.makeServerConfiguration(
@@ -144,6 +151,7 @@ public final class LocalTokenService: Sendable {
             state.latencyMilliseconds = 0
             state.rotatedAt = nil
             state.captcha = false
+            state.bindTokensToAddresses = configuration.bindTokensToAddresses
             if counters { state.counters = ServiceCounters() }
         }
     }

@@ -24,13 +24,16 @@ public struct LocalTokenServiceConfiguration: Sendable {
     public var faults: [FaultRule]
     /// Added to every token-service answer.
     public var latencyMilliseconds: Int
+    /// The protected resource challenges a token used from another address than the one it was
+    /// fetched from, as Bot Control's token-reuse rules do (`TGT_TokenReuseIp`, EGRESS-1's test).
+    public var bindTokensToAddresses: Bool
 
     public init(
         host: String = "127.0.0.1", port: Int = 0, difficulty: Int = 8, challengeType: ChallengeType = .sha256,
         memory: Int = 128, immunitySeconds: Int = 300, challengeLifetimeSeconds: Int = 300,
         tokenDomains: [String] = ["localhost", "127.0.0.1"], redirectMaxAge: Int? = nil,
         tlsCertificateFile: String? = nil, tlsKeyFile: String? = nil, faults: [FaultRule] = [],
-        latencyMilliseconds: Int = 0
+        latencyMilliseconds: Int = 0, bindTokensToAddresses: Bool = false
     ) {
         self.host = host
         self.port = port
@@ -45,6 +48,7 @@ public struct LocalTokenServiceConfiguration: Sendable {
         self.tlsKeyFile = tlsKeyFile
         self.faults = faults
         self.latencyMilliseconds = latencyMilliseconds
+        self.bindTokensToAddresses = bindTokensToAddresses
     }
 
     /// What is wrong with this configuration, if anything.

@@ -14,7 +14,7 @@ final class LocalTokenServiceHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let request = unwrapInboundIn(data)
-        let (reply, latency, counted) = service.reply(to: request)
+        let (reply, latency, counted) = service.reply(to: request, from: context.channel.remoteAddress?.ipAddress)
         let keepAlive = request.head.isKeepAlive
         if latency > 0 {
             context.eventLoop.assumeIsolated().scheduleTask(in: .milliseconds(Int64(latency))) {

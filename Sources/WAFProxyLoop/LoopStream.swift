@@ -21,31 +21,6 @@ public typealias UpstreamTLS = (context: TLSClientContext, serverName: String)
 /// was written so far, within the same timeout. A stream is closed by its owner or by its peer:
 /// its socket holds it (and it its delegate) until then.
 public final class LoopStream: LoopSocketDelegate {
-    /// How a stream ended.
-    public enum End: Equatable, Sendable {
-        /// The peer closed its side: the clean end an answer framed by the close has.
-        case closed
-        /// No connection was made: the last address tried refused it (why, in words).
-        case unreachable(String)
-        /// The connection, or its handshake, was not up within its timeout.
-        case timedOut
-        /// The connection failed once made: a reset, an error, its TLS (why, in words). What the
-        /// peer was sending was cut short.
-        case failed(String)
-    }
-
-    /// Where the stream is; each state carries what it needs, and nothing else says it.
-    private enum State {
-        /// TCP is being connected (with TLS, its first flight queued); `untried` addresses follow
-        /// should it be refused, with `written`, the plaintext written so far.
-        case connecting(tls: TLSClientSession?, untried: [SocketAddress], written: [ByteBuffer], timer: EpollLoop.Timer)
-        /// TCP is up; the TLS handshake runs, within the same timeout.
-        case handshaking(TLSClientSession, timer: EpollLoop.Timer)
-        /// Carrying bytes, plain or through TLS.
-        case up(TLSClientSession?)
-        case ended(End)
-    }
-
     /// What a connection holds in memory between its reads, for a budget to reserve (TENANT-12),
     /// measured by `StreamMemoryTests`: a plain one its objects (the kernel's buffers are not the
     /// process's); a TLS one OpenSSL's session once up (its state, the server's certificates, the
@@ -60,30 +35,27 @@ public final class LoopStream: LoopSocketDelegate {
     public private(set) var socket: LoopSocket
     private var state: State
     private let tlsSetup: UpstreamTLS?
+    private let tunnel: Tunnel?
+    /// Through a tunnel: what the owner wrote before it was up, which waits for it.
+    private var pending: [ByteBuffer] = []
+    private var pendingBytes = 0
     private unowned let loop: EpollLoop
     /// Held until the stream closes (as `LoopSocket`'s: no side table for the owner).
     public var delegate: (any LoopStreamDelegate)?
 
-    /// Connects to `address`; with `tls`, verifies the server as `serverName` (and resumes the
-    /// context's last session for it). `timeout` bounds the connect and the handshake.
-    public convenience init(
-        to address: SocketAddress, tls: UpstreamTLS?, timeout: UInt64, on loop: EpollLoop
-    ) throws(LoopError) {
-        try self.init(to: [address], tls: tls, timeout: timeout, on: loop)
-    }
-
     /// Connects to the first of `addresses` that takes the connection, in order (the system's
     /// order of preference, for a name). `timeout` bounds every attempt and the handshake together.
     public init(
-        to addresses: [SocketAddress], tls: UpstreamTLS?, timeout: UInt64, on loop: EpollLoop
+        to addresses: [SocketAddress], tls: UpstreamTLS?, tunnel: Tunnel? = nil, timeout: UInt64, on loop: EpollLoop
     ) throws(LoopError) {
         var remaining = addresses[...]
         var opened: (LoopSocket, TLSClientSession?)?
         var failure = LoopError.system("connect", EDESTADDRREQ)
         // An address the system refuses at once (no route, no IPv6) hands over to the next too.
+        // Through a tunnel, TLS begins once it is up.
         while opened == nil, let next = remaining.popFirst() {
             do throws(LoopError) {
-                opened = try Self.open(next, tls: tls, on: loop)
+                opened = try Self.open(next, tls: tunnel == nil ? tls : nil, on: loop)
             } catch {
                 failure = error
             }
@@ -91,6 +63,7 @@ public final class LoopStream: LoopSocketDelegate {
         guard let (socket, session) = opened else { throw failure }
         self.socket = socket
         tlsSetup = tls
+        self.tunnel = tunnel
         self.loop = loop
         // A placeholder for the moment the timer needs `self`: it is scheduled right below.
         state = .ended(.closed)
@@ -114,6 +87,7 @@ public final class LoopStream: LoopSocketDelegate {
     public init(connected socket: LoopSocket, on loop: EpollLoop) {
         self.socket = socket
         tlsSetup = nil
+        tunnel = nil
         self.loop = loop
         state = .up(nil)
         socket.delegate = self
@@ -129,7 +103,16 @@ public final class LoopStream: LoopSocketDelegate {
         case .connecting(let tls, _, _, _): tls
         case .handshaking(let tls, _): tls
         case .up(let tls): tls
-        case .ended: nil
+        case .tunnelling, .ended: nil
+        }
+    }
+
+    /// Through a tunnel not up yet: what is written waits for it.
+    private var waitsForTunnel: Bool {
+        guard tunnel != nil else { return false }
+        switch state {
+        case .connecting, .tunnelling: return true
+        case .handshaking, .up, .ended: return false
         }
     }
 
@@ -142,7 +125,7 @@ public final class LoopStream: LoopSocketDelegate {
     /// Bytes written and not yet taken by the kernel: queued ciphertext, and for TLS the plaintext
     /// that waits for the handshake (which an owner following this for backpressure must count,
     /// or a client could send it without bound while the handshake stalls).
-    public var queuedBytes: Int { socket.queuedBytes + (tls?.waitingBytes ?? 0) }
+    public var queuedBytes: Int { socket.queuedBytes + (tls?.waitingBytes ?? 0) + pendingBytes }
 
     /// Bytes the kernel took on the socket in use (TLS records included): a request of which none
     /// went may be sent again elsewhere (TENANT-15).
@@ -150,6 +133,11 @@ public final class LoopStream: LoopSocketDelegate {
 
     /// Queues plaintext for the next `flush`.
     public func write(_ bytes: ByteBuffer) {
+        if waitsForTunnel {
+            pending.append(bytes)
+            pendingBytes += bytes.readableBytes
+            return
+        }
         if case .connecting(let tls, let untried, var written, let timer) = state, !untried.isEmpty {
             written.append(bytes)
             state = .connecting(tls: tls, untried: untried, written: written, timer: timer)
@@ -178,6 +166,11 @@ public final class LoopStream: LoopSocketDelegate {
 
     public func connected(_ socket: LoopSocket) {
         guard case .connecting(let tls, _, _, let timer) = state else { return }
+        if let tunnel {
+            state = .tunnelling(head: ByteBuffer(), timer: timer)
+            socket.write(tunnel.request)
+            return
+        }
         if let tls {
             state = .handshaking(tls, timer: timer)
         } else {
@@ -187,6 +180,11 @@ public final class LoopStream: LoopSocketDelegate {
     }
 
     public func received(_ bytes: ByteBuffer, on socket: LoopSocket) {
+        if case .tunnelling(var head, let timer) = state {
+            var bytes = bytes
+            head.writeBuffer(&bytes)
+            return tunnelAnswered(head, timer)
+        }
         guard let tls else { return delegate?.received(bytes, on: self) ?? () }
         tls.receive(bytes, scratch: &loop.scratch)
         // TLS's verdict first: a send that fails would close the stream with an errno instead.
@@ -214,6 +212,8 @@ public final class LoopStream: LoopSocketDelegate {
         case .connecting(_, let untried, let written, let timer):
             if tryNext(untried, written, timer) { return }
             fail(.unreachable(why ?? "the connection was refused"))
+        case .tunnelling:
+            fail(.unreachable(why ?? "the forward proxy closed the connection before answering CONNECT"))
         case .handshaking:
             fail(.failed(why ?? "the server closed the connection in the TLS handshake"))
         case .up:
@@ -221,6 +221,48 @@ public final class LoopStream: LoopSocketDelegate {
         case .ended:
             return
         }
+    }
+
+    /// The forward proxy's answer to `CONNECT` so far (`head`): a 2xx opens the tunnel (TLS with
+    /// the upstream begins, what waited goes), anything else refuses it, with its status (EGRESS-3).
+    private func tunnelAnswered(_ head: ByteBuffer, _ timer: EpollLoop.Timer) {
+        let status: Int, end: Int
+        switch Tunnel.answer(head) {
+        case .incomplete:
+            state = .tunnelling(head: head, timer: timer)
+            return
+        case .endless:
+            return fail(.failed("the forward proxy's answer to CONNECT has no end"))
+        case .status(let answered, let length):
+            (status, end) = (answered, length)
+        }
+        guard (200..<300).contains(status) else { return fail(.refused(status)) }
+        let rest = head.getSlice(at: head.readerIndex + end, length: head.readableBytes - end) ?? ByteBuffer()
+        let waiting = pending
+        pending.removeAll()
+        pendingBytes = 0
+        if let (context, name) = tlsSetup {
+            let session: TLSClientSession
+            do throws(LoopError) {
+                session = try TLSClientSession(context, serverName: name)
+            } catch {
+                return fail(.failed("\(error)"))
+            }
+            session.start()
+            state = .handshaking(session, timer: timer)
+            for bytes in waiting { session.write(bytes) }
+            if let hello = session.takeCiphertext() { socket.write(hello) }
+            socket.flush()
+            if isOpen, rest.readableBytes > 0 { received(rest, on: socket) }
+            return
+        }
+        loop.cancel(timer)
+        state = .up(nil)
+        for bytes in waiting { socket.write(bytes) }
+        socket.flush()
+        guard isOpen else { return }
+        delegate?.drained(self)
+        if isOpen, rest.readableBytes > 0 { delegate?.received(rest, on: self) }
     }
 
     /// The connect was refused: the next address, with what was written so far. False when none
@@ -241,8 +283,10 @@ public final class LoopStream: LoopSocketDelegate {
     }
 
     private func end(_ end: End) {
+        pending.removeAll()
+        pendingBytes = 0
         switch state {
-        case .connecting(_, _, _, let timer), .handshaking(_, let timer): loop.cancel(timer)
+        case .connecting(_, _, _, let timer), .tunnelling(_, let timer), .handshaking(_, let timer): loop.cancel(timer)
         case .up, .ended: break
         }
         state = .ended(end)

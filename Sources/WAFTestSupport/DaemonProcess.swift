@@ -53,12 +53,14 @@ public final class DaemonProcess: @unchecked Sendable {
             arguments += ["--config", path.path]
         }
         let path = executable.hasPrefix("/") ? executable : productsDirectory.appendingPathComponent(executable).path
-        // Only what the test sets: nothing of the runner's own WAF_TOKEND_*, systemd or journal state.
+        // Only what the test sets: nothing of the runner's own WAF_TOKEND_*, systemd, journal or proxy state.
         var base = ProcessInfo.processInfo.environment.filter { key, _ in
             !key.hasPrefix("WAF_TOKEND_")
                 && ![
                     "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "JOURNAL_STREAM", "STATE_DIRECTORY", "WATCHDOG_USEC",
                     "WATCHDOG_PID",
+                    // A runner's own proxy would be every test's egress (EGRESS-1): a test sets one.
+                    "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "no_proxy", "NO_PROXY",
                 ].contains(key)
         }
         base.merge(environment) { _, new in new }

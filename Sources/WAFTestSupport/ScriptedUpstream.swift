@@ -23,6 +23,8 @@ public final class ScriptedUpstream: Sendable {
     public struct Request: Sendable {
         public let head: String
         public let body: String
+        /// The peer's address: the proxy's, or its egress's (EGRESS-1).
+        public var from: String? = nil
         public var path: String { String(head.split(separator: " ", maxSplits: 2).dropFirst().first ?? "") }
         /// The values of the header `name` (any case).
         public func header(_ name: String) -> [String] {
@@ -73,8 +75,9 @@ public final class ScriptedUpstream: Sendable {
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             buffer += String(decoding: unwrapInboundIn(data).readableBytesView, as: UTF8.self)
-            while let request = take() {
-                received.withLockedValue { $0.append(request) }
+            while var request = take() {
+                request.from = context.channel.remoteAddress?.ipAddress
+                received.withLockedValue { [request] in $0.append(request) }
                 let reply = script(request.path)
                 context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(string: reply.bytes)), promise: nil)
                 if reply.close {

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import Foundation
 import NIOCore
+import NIOSSL
 import WAFLocalTokenService
 
 /// The directory of the built products: on Linux the test binary is
@@ -29,7 +30,13 @@ public final class ServiceProcess: @unchecked Sendable {
     public let url: String
     /// `http://127.0.0.1:PORT`
     public let origin: String
-    public let http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+    /// The test's own client of its administration routes. It does not check the certificate
+    /// of a service serving https (`--tls-cert`): what the test checks is the daemon's client.
+    public let http: HTTPClient = {
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(tlsConfiguration: tls))
+    }()
 
     /// Starts the service and reads the URL from its first line (20 s at most).
     public init(_ arguments: [String] = []) throws {
@@ -79,6 +86,15 @@ public final class ServiceProcess: @unchecked Sendable {
         var request = HTTPClientRequest(url: origin + "/__admin/rotate")
         request.method = .POST
         _ = try await http.execute(request, timeout: .seconds(5))
+    }
+
+    /// The protected resource challenges a token used from another address than it was fetched
+    /// from (`on`), or no longer: Bot Control's token-reuse rule (EGRESS-1).
+    public func bindTokensToAddresses(_ on: Bool) async throws {
+        var request = HTTPClientRequest(url: origin + "/__admin/bind-addresses")
+        request.method = .POST
+        request.body = .bytes(ByteBuffer(string: on ? "true" : "false"))
+        _ = try await http.execute(request, timeout: .seconds(10))
     }
 
     /// The protected resource asks every request for a CAPTCHA (`on`), or no longer.

@@ -73,12 +73,14 @@ extension CanaryProbe {
     /// The canaries' HTTP client: the token service's trust (`tokenService.caFile`, else the
     /// system's), no redirects (a redirect's target might not be the provider's domain, and it
     /// would carry the token), `timeout` per request.
-    public static func makeClient(caFile: String?, timeout: Duration) throws -> HTTPClient {
+    /// `proxy`: the provider's forward proxy (EGRESS-1), nil: directly.
+    public static func makeClient(caFile: String?, timeout: Duration, proxy: HTTPClient.Configuration.Proxy? = nil) throws -> HTTPClient {
         var tls = TLSConfiguration.makeClientConfiguration()
         if let caFile { tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile)) }
         let amount = TimeAmount(timeout)
         return HTTPClient(
             eventLoopGroup: HTTPClient.defaultEventLoopGroup,
-            configuration: .init(tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: amount, read: amount)))
+            configuration: .init(
+                tlsConfiguration: tls, redirectConfiguration: .disallow, timeout: .init(connect: amount, read: amount), proxy: proxy))
     }
 }

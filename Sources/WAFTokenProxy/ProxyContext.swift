@@ -34,7 +34,6 @@ final class ProxyContext: ConnectionGuardContext {
     let shuttingDown = Atomic<Bool>(false)
     /// This proxy's metrics, kept rather than looked up per request.
     let requestCounters: [CoreMetrics.Counter]
-    let upstreamTimer: CoreMetrics.Timer
 
     init(
         entry: ProviderEntry, settings: ProxySettings, connection: ConnectionSettings, metrics: any ProxyMetrics, logger: Logger,
@@ -46,8 +45,7 @@ final class ProxyContext: ConnectionGuardContext {
         self.metrics = metrics
         self.logger = logger
         requestCounters = metrics.proxyRequestCounters(provider: entry.name)
-        upstreamTimer = metrics.upstreamTimer(provider: entry.name)
-        current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1))
+        current = NIOLockedValueBox(try Self.route(settings, connection: connection, generation: 1, metrics: metrics, provider: entry.name))
         self.resolver = resolver
         self.connector = connector
     }
@@ -59,14 +57,16 @@ final class ProxyContext: ConnectionGuardContext {
 
     /// A reload's new settings for the same listener, as a route made ready (`install` puts it in force).
     func route(for settings: ProxySettings, connection: ConnectionSettings) throws(ProxyFailure) -> Route {
-        try Self.route(settings, connection: connection, generation: route.generation + 1)
+        try Self.route(settings, connection: connection, generation: route.generation + 1, metrics: metrics, provider: providerName)
     }
 
     func install(_ route: Route) {
         current.withLockedValue { $0 = route }
     }
 
-    private static func route(_ settings: ProxySettings, connection: ConnectionSettings, generation: Int) throws(ProxyFailure) -> Route {
+    private static func route(
+        _ settings: ProxySettings, connection: ConnectionSettings, generation: Int, metrics: any ProxyMetrics, provider: String
+    ) throws(ProxyFailure) -> Route {
         var tls: TLSClientContext?
         if settings.upstream.secure {
             do {
@@ -75,7 +75,8 @@ final class ProxyContext: ConnectionGuardContext {
                 throw .settings("proxy.upstream: cannot set up TLS: \(error)")
             }
         }
-        return Route(settings: settings, connection: connection, tls: tls, generation: generation)
+        let timer = metrics.upstreamTimer(provider: provider, egress: settings.forwardProxy?.label ?? "direct")
+        return Route(settings: settings, connection: connection, tls: tls, generation: generation, upstreamTimer: timer)
     }
 
     // MARK: Tokens

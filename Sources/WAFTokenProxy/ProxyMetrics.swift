@@ -9,9 +9,9 @@ package protocol ProxyMetrics: RequestCounting {
     /// `challenge` (an upstream's 202 challenge seen), `replay` (a request sent once more),
     /// `unreachable`, `timeout`, `closed` (upstream failures).
     func countProxyEvent(provider: String, _ event: String)
-    /// The proxy's upstream timer of `provider` (from the request's last byte sent upstream to the
-    /// answer's head), for a proxy to keep.
-    func upstreamTimer(provider: String) -> CoreMetrics.Timer
+    /// The proxy's upstream timer of `provider` through `egress` (from the request's last byte
+    /// sent upstream to the answer's head), for a proxy's route to keep.
+    func upstreamTimer(provider: String, egress: String) -> CoreMetrics.Timer
     /// The upstream challenged the token the canary saw accepted last: evidence that the web ACL
     /// no longer accepts it (docs/canary.md).
     func challengedAcceptedToken(provider: String)

@@ -43,7 +43,7 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         var configuration = HTTPClient.Configuration(
             tlsConfiguration: tls,
             redirectConfiguration: .follow(max: 5, allowCycles: false),
-            timeout: .init(connect: timeout, read: timeout))
+            timeout: .init(connect: timeout, read: timeout), proxy: settings.proxy)
         // The provider's retry rules (RET-1…) own retrying: a connection that cannot be made fails
         // the attempt at once instead of being retried inside the client until the timeout.
         configuration.connectionPool.retryConnectionEstablishment = false
@@ -178,6 +178,11 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
             do {
                 response = try await http.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
             } catch {
+                if let refused = error as? HTTPClientError, let proxy = settings.proxy,
+                    let sentence = await ProxyRefusal.describe(refused, proxy: proxy, url: url, timeout: timeout)
+                {
+                    throw .networkUnavailable(sentence)
+                }
                 throw Self.transportError(error, url: url, otherwise: failure)
             }
             guard (200..<300).contains(response.status.code) else { return (response, nil) }

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import WAFChallenge
 
 extension HTTPTokenFetcher {
@@ -12,13 +13,15 @@ extension HTTPTokenFetcher {
         public var solver: ProofOfWorkSolver
         /// Larger answers are refused: a token service's answers are a few hundred bytes.
         public var maximumBodyBytes: Int
+        /// The forward proxy requests go through (`CONNECT` for https), nil: directly (EGRESS-1).
+        public var proxy: HTTPClient.Configuration.Proxy?
 
         public static let clients: Set<String> = ["ios", "android", "browser"]
 
         public init(
             client: String = "ios", timeout: Duration = .seconds(10), caFile: String? = nil,
             checksum: String = VerifyRequest.mobileChecksum, solver: ProofOfWorkSolver = ProofOfWorkSolver(),
-            maximumBodyBytes: Int = 64 * 1024
+            maximumBodyBytes: Int = 64 * 1024, proxy: HTTPClient.Configuration.Proxy? = nil
         ) {
             self.client = client
             self.timeout = timeout
@@ -26,6 +29,7 @@ extension HTTPTokenFetcher {
             self.checksum = checksum
             self.solver = solver
             self.maximumBodyBytes = maximumBodyBytes
+            self.proxy = proxy
         }
     }
 }

@@ -41,6 +41,8 @@ struct WAFTokenServiceCommand: AsyncParsableCommand {
     @Option(help: "Answer the next N verify calls as if the challenge had expired.") var expiredNext = 0
     @Option(help: "Never answer the next N calls.") var stallNext = 0
     @Option(help: "Which calls the faults above hit: inputs, verify or any.") var faultTarget = "any"
+    @Flag(help: "The protected resource challenges a token used from another address than it was fetched from (TGT_TokenReuseIp).")
+    var bindTokensToAddresses = false
 
     func validate() throws {
         guard ChallengeType(name: challengeType)?.isSolvable == true else {
@@ -65,7 +67,7 @@ struct WAFTokenServiceCommand: AsyncParsableCommand {
             faults: armed.filter { $0.1 > 0 }.map {
                 FaultRule(kind: $0.0, target: $0.0 == .expired ? .verify : target, count: $0.1, status: failStatus)
             },
-            latencyMilliseconds: latencyMs)
+            latencyMilliseconds: latencyMs, bindTokensToAddresses: bindTokensToAddresses)
     }
 
     func run() async throws {

@@ -101,6 +101,8 @@ struct ConfigurationLoaderTests {
             #expect(config[Keys.metricsListen]?.description == "0.0.0.0:9464" && config[Keys.authListen]?.description == "127.0.0.1:8090")
             #expect(
                 config[Keys.authAllowedUsers] == ["www-data"] && config[Keys.authAllowedGroups] == ["nginx"] && config[Keys.authTokenWaitSec] == 3)
+            #expect(config[Keys.egressProxy] == .proxy(host: "proxy.example", port: 3128))
+            #expect(config[Keys.egressProxyCredentialsFile] == Self.credentialsFile)
         }
     }
 
@@ -168,6 +170,13 @@ struct ConfigurationLoaderTests {
         return values
     }
 
+    /// A credentials file the loader accepts (it reads it: EGRESS-3).
+    static let credentialsFile: String = {
+        let path = scratchPath("waf-proxy-credentials").path
+        _ = FileManager.default.createFile(atPath: path, contents: Data("alice:secret\n".utf8), attributes: [.posixPermissions: 0o600])
+        return path
+    }()
+
     static let writtenValues: [String: String] = [
         "applicationIntegrationUrl": url, "domainName": "example.com", "backgroundRefreshEnabled": "false",
         "maxErrorTokenRefreshDelayMsec": "1234", "maxRetryCount": "4", "setTokenCookie": "false", "tokenCookiePath": "/web",
@@ -184,7 +193,7 @@ struct ConfigurationLoaderTests {
         "auth.allowedUsers": "www-data", "auth.allowedGroups": "nginx", "auth.tokenWaitSec": "3", "auth.selectByForwardedHost": "true",
         "limits.bufferedBytes": "2097152", "sinks.onToken": "[{reload: app.service}]", "sinks.onTokenUsers": "alice",
         "sinks.onTokenTimeoutSec": "20", "canary.url": "https://api.example.com/health", "canary.intervalSec": "30", "canary.method": "HEAD",
-        "canary.affectsReadiness": "false",
+        "canary.affectsReadiness": "false", "egress.proxy": "http://proxy.example:3128", "egress.proxyCredentialsFile": credentialsFile,
     ].mapValues { $0.hasPrefix("\"0") ? String($0.dropFirst().dropLast()) : $0 }
 
     @Test("CFG-9 for the daemon: a value of the wrong shape is refused for every key, in the file, never replaced by a default")

@@ -28,6 +28,9 @@ struct ErrorCatalogTests {
         // test holds it there with a small budget (and MemoryBudgetTests under a real memory limit).
         .overBudget:
             "WAFTokenProxyTests/ProxyConnectionTests: \"TENANT12: a peer whose share of the budget is full gets 503 overBudget, and the connection goes on\"",
+        // A forward proxy that refuses the proxy's CONNECT: the real squid's test (EGRESS-1).
+        .egressRefused:
+            "WAFTokenDaemonTests/Integrations/EgressTests: \"EGRESS3: a CONNECT squid refuses is a 502 egressRefused with its status; a token fetch's refused CONNECT, one sentence, retried\"",
     ]
 
     /// The kinds reached so far, each only once its answer was checked.
@@ -109,7 +112,7 @@ extension ErrorCatalogTests {
         .badCookiePath(""), .badForwardedHeaders(""), .noToken, .noTokenWithinAuthWait,
         .fetchFailed(name: "the SdkError's name", description: "", retryAfter: 1), .identityChanged, .waitTimedOut(wait: ""), .cookieOff,
         .noCookie(path: "", cookiePath: ""), .stopping, .unresponsive, .notReady(named: []), .upstreamTimedOut(seconds: 1), .upstreamClosed,
-        .upstreamUnreachable(url: ""), .overBudget,
+        .upstreamUnreachable(url: ""), .overBudget, .egressRefused(proxy: "", target: "", status: 403),
     ]
 
     @Test("docs/socket-api.md lists every error of the catalog with its status and code")

@@ -212,7 +212,7 @@ struct SocketAPITests {
             let (code, body) = try await curl(daemon.socketPath, "/metrics")
             #expect(code == 200)
             // Every provider metric carries its provider (MULTI-5).
-            #expect(body.contains(#"waf_tokend_token_fetches_total{provider="default",result="success"} 1"#))
+            #expect(body.contains(#"waf_tokend_token_fetches_total{provider="default",egress="direct",result="success"} 1"#))
             #expect(body.contains("waf_tokend_http_requests_total{"))
             #expect(body.contains(#"waf_tokend_token_present{provider="default"} 1"#))
             #expect(body.contains("# TYPE waf_tokend_connections gauge"))

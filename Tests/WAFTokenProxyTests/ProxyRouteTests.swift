@@ -21,7 +21,9 @@ struct ProxyRouteTests {
             (1...5).map { CoreMetrics.Counter(label: "c\($0)", factory: NOOPMetricsHandler.instance) }
         }
         func countProxyEvent(provider: String, _ event: String) {}
-        func upstreamTimer(provider: String) -> CoreMetrics.Timer { CoreMetrics.Timer(label: "t", factory: NOOPMetricsHandler.instance) }
+        func upstreamTimer(provider: String, egress: String) -> CoreMetrics.Timer {
+            CoreMetrics.Timer(label: "t", factory: NOOPMetricsHandler.instance)
+        }
         func challengedAcceptedToken(provider: String) {}
         func metCaptcha(provider: String) {}
     }

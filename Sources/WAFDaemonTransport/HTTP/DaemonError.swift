@@ -70,6 +70,8 @@ package enum DaemonError: Error, Equatable, Sendable {
     case upstreamUnreachable(url: String)
     /// 503: the peer's connections hold their share of `limits.bufferedBytes` (TENANT-12).
     case overBudget
+    /// 502: the forward proxy (`egress.proxy`, at `proxy`) answered `CONNECT` with `status` (EGRESS-1).
+    case egressRefused(proxy: String, target: String, status: Int)
 
     /// A line ending in a bare LF, in the words every listener uses.
     package static let bareLineFeed = DaemonError.malformed("a line ends in a bare LF; HTTP lines end in CRLF")
@@ -83,7 +85,7 @@ package enum DaemonError: Error, Equatable, Sendable {
         case badWait, badLifecycle, badCookiePath, badForwardedHeaders
         case noToken, noTokenWithinAuthWait, fetchFailed, identityChanged, waitTimedOut, cookieOff, noCookie
         case stopping, unresponsive, notReady
-        case upstreamTimedOut, upstreamClosed, upstreamUnreachable, overBudget
+        case upstreamTimedOut, upstreamClosed, upstreamUnreachable, overBudget, egressRefused
     }
 
     package var kind: Kind {
@@ -124,6 +126,7 @@ package enum DaemonError: Error, Equatable, Sendable {
         case .upstreamClosed: .upstreamClosed
         case .upstreamUnreachable: .upstreamUnreachable
         case .overBudget: .overBudget
+        case .egressRefused: .egressRefused
         }
     }
 
@@ -210,6 +213,10 @@ package enum DaemonError: Error, Equatable, Sendable {
                 .serviceUnavailable, "overBudget",
                 "this user's connections hold their share of the daemon's buffers (limits.bufferedBytes); retry shortly", again
             )
+        case .egressRefused(let proxy, let target, let status):
+            // The words of the token service client's failure (EGRESS-1), one sentence.
+            let why = status == 407 ? " (proxy authentication required: see egress.proxyCredentialsFile)" : ""
+            return (.badGateway, "egressRefused", "the forward proxy \(proxy) refused the CONNECT to \(target) with \(status)\(why)", [])
         }
     }
 }

@@ -38,6 +38,7 @@ public struct KeyOptions: ParsableArguments, CustomReflectable {
         case .groupName: "group"
         case .loopbackAddress, .tcpAddress: "address:port"
         case .actions: "yaml"
+        case .egressProxy: "direct|http://host:port"
         }
     }
 

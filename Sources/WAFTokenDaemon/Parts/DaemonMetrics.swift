@@ -20,10 +20,8 @@ final class DaemonMetrics: Sendable {
     private let factory: PrometheusMetricsFactory
     private let requestCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
 
-    /// One provider's: fetches by result, and the gauges read from its status.
+    /// One provider's gauges, read from its status.
     private struct ProviderMetrics: Sendable {
-        let fetches: CoreMetrics.Counter
-        let failures: CoreMetrics.Counter
         let tokenAge: CoreMetrics.Gauge
         let tokenStale: CoreMetrics.Gauge
         let tokenPresent: CoreMetrics.Gauge
@@ -32,8 +30,6 @@ final class DaemonMetrics: Sendable {
 
         init(_ name: String, factory: PrometheusMetricsFactory) {
             let label = [("provider", name)]
-            fetches = CoreMetrics.Counter(label: "waf_tokend_token_fetches_total", dimensions: label + [("result", "success")], factory: factory)
-            failures = CoreMetrics.Counter(label: "waf_tokend_token_fetches_total", dimensions: label + [("result", "failure")], factory: factory)
             tokenAge = CoreMetrics.Gauge(label: "waf_tokend_token_age_seconds", dimensions: label, factory: factory)
             tokenStale = CoreMetrics.Gauge(label: "waf_tokend_token_stale", dimensions: label, factory: factory)
             tokenPresent = CoreMetrics.Gauge(label: "waf_tokend_token_present", dimensions: label, factory: factory)
@@ -42,8 +38,6 @@ final class DaemonMetrics: Sendable {
         }
 
         func destroy() {
-            fetches.destroy()
-            failures.destroy()
             for gauge in [tokenAge, tokenStale, tokenPresent, consecutiveFailures, lifecycleActive] { gauge.destroy() }
         }
     }
@@ -53,6 +47,7 @@ final class DaemonMetrics: Sendable {
     let eventSubscribers: CoreMetrics.Gauge
     /// Token files, jars and state files whose last write failed (retried until it succeeds).
     let sinkWritesFailing: CoreMetrics.Gauge
+    private let fetchCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let signals = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyUpstreamTimes = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
@@ -85,17 +80,25 @@ final class DaemonMetrics: Sendable {
         counter.increment(by: count)
     }
 
-    func countFetch(provider name: String, success: Bool) {
-        let metrics = provider(name)
-        (success ? metrics.fetches : metrics.failures).increment()
+    /// `waf_tokend_token_fetches_total{provider, egress, result}`: `success` or `failure`, through
+    /// the egress (`direct`, or a proxy's host and port) the fetch went by (EGRESS-1).
+    func countFetch(provider name: String, egress: String, success: Bool) {
+        counter(
+            in: fetchCounters, label: "waf_tokend_token_fetches_total",
+            dimensions: [("provider", name), ("egress", egress), ("result", success ? "success" : "failure")]
+        ).increment()
     }
 
     /// A provider left the configuration: its series leave the exposition.
     func forget(provider name: String) {
         providers.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
         // The proxy's series too: its counters exist from the proxy's start, used or not.
-        for cache in [proxyCounters, forcedRefreshes, hookRuns, canaryCounters] { forget(name, in: cache) }
-        proxyUpstreamTimes.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
+        for cache in [fetchCounters, proxyCounters, forcedRefreshes, hookRuns, canaryCounters] { forget(name, in: cache) }
+        let timers = proxyUpstreamTimes.withLockedValue { timers in
+            let keys = timers.keys.filter { $0.split(separator: " ").first.map(String.init) == name }
+            return keys.compactMap { timers.removeValue(forKey: $0) }
+        }
+        timers.forEach { $0.destroy() }
         forgetCanary(provider: name)
     }
 
@@ -138,10 +141,12 @@ final class DaemonMetrics: Sendable {
             .increment()
     }
 
-    /// `waf_tokend_canary_total{provider, result}`: `accepted`, `challenged`, `captcha`,
-    /// `unreachable`, and `proxyChallenged` (the proxy's evidence).
-    func countCanary(provider: String, result: String) {
-        counter(in: canaryCounters, label: "waf_tokend_canary_total", dimensions: [("provider", provider), ("result", result)]).increment()
+    /// `waf_tokend_canary_total{provider, egress, result}`: `accepted`, `challenged`, `captcha`,
+    /// `unreachable`, and `proxyChallenged` (the proxy's evidence), by the canary's egress.
+    func countCanary(provider: String, egress: String, result: String) {
+        counter(
+            in: canaryCounters, label: "waf_tokend_canary_total", dimensions: [("provider", provider), ("egress", egress), ("result", result)]
+        ).increment()
     }
 
     /// `waf_tokend_canary_last_accepted_timestamp_seconds{provider}`.
@@ -197,14 +202,16 @@ final class DaemonMetrics: Sendable {
         counter(in: proxyCounters, label: "waf_tokend_proxy_events_total", dimensions: [("provider", provider), ("event", event)]).increment()
     }
 
-    /// The proxy's upstream timer of `provider` (from the request's last byte sent upstream to the
-    /// answer's head), for a proxy to keep.
-    func upstreamTimer(provider: String) -> CoreMetrics.Timer {
+    /// The proxy's upstream timer of `provider` through `egress` (from the request's last byte
+    /// sent upstream to the answer's head), for a proxy's route to keep.
+    func upstreamTimer(provider: String, egress: String) -> CoreMetrics.Timer {
         proxyUpstreamTimes.withLockedValue { timers in
-            if let timer = timers[provider] { return timer }
+            let key = provider + " " + egress
+            if let timer = timers[key] { return timer }
             let timer = CoreMetrics.Timer(
-                label: "waf_tokend_proxy_upstream_seconds", dimensions: [("provider", provider)], preferredDisplayUnit: .seconds, factory: factory)
-            timers[provider] = timer
+                label: "waf_tokend_proxy_upstream_seconds", dimensions: [("provider", provider), ("egress", egress)], preferredDisplayUnit: .seconds,
+                factory: factory)
+            timers[key] = timer
             return timer
         }
     }

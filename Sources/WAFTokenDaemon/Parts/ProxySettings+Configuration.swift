@@ -6,8 +6,9 @@ import WAFTokenProxy
 /// The proxy's settings and its connections' settings, made from the configuration here, in the
 /// composition root: the proxy reads no configuration of its own (docs/architecture.md).
 extension ProxySettings {
-    /// `provider`'s proxy, or nil when its `proxy.listen` is unset.
-    init?(_ provider: ProviderConfiguration, _ configuration: DaemonConfiguration) {
+    /// `provider`'s proxy, or nil when its `proxy.listen` is unset; `route`: how its upstream is
+    /// reached (the provider's egress, EGRESS-1), direct when not given.
+    init?(_ provider: ProviderConfiguration, _ configuration: DaemonConfiguration, route: OutboundRoute = .direct) {
         guard let proxy = ProxyConfiguration(provider, configuration) else { return nil }
         let listen: Listen =
             switch proxy.listen {
@@ -17,7 +18,8 @@ extension ProxySettings {
         self.init(
             identity: proxy.identity, listen: listen, mode: proxy.mode, upstream: proxy.upstream,
             tokenIn: TokenPlacement(rawValue: proxy.tokenIn.rawValue) ?? .cookie, replayBufferBytes: proxy.replayBufferBytes,
-            tokenWait: proxy.tokenWait, upstreamTimeout: proxy.upstreamTimeout, threads: proxy.threads, caFile: proxy.caFile)
+            tokenWait: proxy.tokenWait, upstreamTimeout: proxy.upstreamTimeout, threads: proxy.threads, caFile: proxy.caFile,
+            forwardProxy: route.proxy.map { ForwardProxy(host: $0.host, port: $0.port, authorization: $0.authorization, label: route.label) })
     }
 }
 

@@ -2,43 +2,81 @@ import NIOConcurrencyHelpers
 import WAFTokenCore
 import WAFTokenServiceHTTP
 
-/// The provider's token-service client, replaceable on reload (a new CA file, timeout or client
-/// name). A replaced client finishes the fetch it may have in flight and is shut down at exit.
+/// The providers' token-service clients, replaceable on reload (a new CA file, timeout or client
+/// name): one per egress (EGRESS-1), each provider's fetches going through its own
+/// (`provider(_:)`). A replaced client finishes the fetch it may have in flight and is shut down
+/// at exit.
 ///
 /// At exit, fetches still on their way out (cancelled by the provider's shutdown, but not yet
 /// unwound) are waited for before the HTTP clients' event loops go: a request that reached
 /// AsyncHTTPClient after that would schedule work on a loop that no longer runs.
-final class ReloadableTokenFetcher: WAFTokenFetcher {
+final class ReloadableTokenFetcher: Sendable {
     private struct State {
-        var current: HTTPTokenFetcher
+        var settings: TokenFetcherSettings
+        /// The direct client, and one per forward proxy, made when a provider first needs it.
+        var clients: [OutboundRoute.Proxy?: HTTPTokenFetcher]
         var retired: [HTTPTokenFetcher] = []
+        /// Each provider's route to its token service (none: direct).
+        var routes: [String: OutboundRoute] = [:]
         var inFlight = 0
         var closed = false
     }
 
     private let state: NIOLockedValueBox<State>
+    private let makeClient: @Sendable (TokenFetcherSettings, OutboundRoute.Proxy?) throws(DaemonFailure) -> HTTPTokenFetcher
 
-    init(_ client: HTTPTokenFetcher) {
-        state = NIOLockedValueBox(State(current: client))
+    /// `direct`: the settings' direct client, made by the caller (it checks the CA file).
+    init(
+        settings: TokenFetcherSettings, direct: HTTPTokenFetcher,
+        makeClient: @escaping @Sendable (TokenFetcherSettings, OutboundRoute.Proxy?) throws(DaemonFailure) -> HTTPTokenFetcher
+    ) {
+        state = NIOLockedValueBox(State(settings: settings, clients: [nil: direct]))
+        self.makeClient = makeClient
     }
 
-    var current: HTTPTokenFetcher { state.withLockedValue { $0.current } }
+    /// What provider `name` fetches with: the client of its route, whatever it is at each fetch.
+    func provider(_ name: String) -> any WAFTokenFetcher {
+        ProviderTokenFetcher(name: name, shared: self)
+    }
 
-    func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String {
-        let client = state.withLockedValue { state -> HTTPTokenFetcher? in
-            guard !state.closed else { return nil }
-            state.inFlight += 1
-            return state.current
+    /// Provider `name`'s token service is reached by `route` from its next fetch on.
+    func route(_ name: String, _ route: OutboundRoute) {
+        state.withLockedValue { $0.routes[name] = route }
+    }
+
+    /// The metrics' `egress` label of provider `name`'s fetches.
+    func label(of name: String) -> String {
+        state.withLockedValue { $0.routes[name]?.label ?? OutboundRoute.direct.label }
+    }
+
+    func fetch(_ request: WAFTokenFetchRequest, of provider: String) async throws(SdkError) -> String {
+        let picked = state.withLockedValue { state -> Result<HTTPTokenFetcher, SdkError> in
+            guard !state.closed else { return .failure(.networkUnavailable("the daemon is stopping")) }
+            let proxy = state.routes[provider]?.proxy
+            if let client = state.clients[proxy] {
+                state.inFlight += 1
+                return .success(client)
+            }
+            do throws(DaemonFailure) {
+                let client = try makeClient(state.settings, proxy)
+                state.clients[proxy] = client
+                state.inFlight += 1
+                return .success(client)
+            } catch {
+                return .failure(.networkUnavailable(error.message))
+            }
         }
-        guard let client else { throw .networkUnavailable("the daemon is stopping") }
+        let client = try picked.get()
         defer { state.withLockedValue { $0.inFlight -= 1 } }
         return try await client.fetchToken(request)
     }
 
-    func replace(with client: HTTPTokenFetcher) {
+    /// New settings: every client is replaced (the direct one by `direct`, the others as needed).
+    func replace(settings: TokenFetcherSettings, direct: HTTPTokenFetcher) {
         state.withLockedValue { state in
-            state.retired.append(state.current)
-            state.current = client
+            state.retired += state.clients.values
+            state.settings = settings
+            state.clients = [nil: direct]
         }
     }
 
@@ -49,7 +87,17 @@ final class ReloadableTokenFetcher: WAFTokenFetcher {
         while state.withLockedValue({ $0.inFlight }) > 0, ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(10))
         }
-        let clients = state.withLockedValue { [$0.current] + $0.retired }
+        let clients = state.withLockedValue { Array($0.clients.values) + $0.retired }
         for client in clients { try? await client.shutdown() }
+    }
+}
+
+/// One provider's fetcher: the shared clients, through the provider's route.
+struct ProviderTokenFetcher: WAFTokenFetcher {
+    let name: String
+    let shared: ReloadableTokenFetcher
+
+    func fetchToken(_ request: WAFTokenFetchRequest) async throws(SdkError) -> String {
+        try await shared.fetch(request, of: name)
     }
 }

@@ -14,9 +14,11 @@ struct TokenFetcherSettings: Equatable {
         caFile = configuration[Keys.tokenServiceCAFile]
     }
 
-    func makeFetcher(logger: Logger) throws(DaemonFailure) -> HTTPTokenFetcher {
+    /// A client of the token service, directly or through `proxy` (EGRESS-1).
+    func makeFetcher(proxy: OutboundRoute.Proxy? = nil, logger: Logger) throws(DaemonFailure) -> HTTPTokenFetcher {
         do {
-            return try HTTPTokenFetcher(settings: .init(client: client, timeout: .seconds(timeoutSeconds), caFile: caFile), logger: logger)
+            return try HTTPTokenFetcher(
+                settings: .init(client: client, timeout: .seconds(timeoutSeconds), caFile: caFile, proxy: proxy?.client), logger: logger)
         } catch {
             throw DaemonFailure(.configuration, "tokenService.caFile: \(caFile ?? "") cannot be used: \(error)")
         }

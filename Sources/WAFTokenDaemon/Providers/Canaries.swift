@@ -46,6 +46,8 @@ final class Canaries: CanaryReporting, Sendable {
         let header: Bool
         let caFile: String?
         let timeout: Int
+        /// Its way out: the provider's egress for the canary's URL (EGRESS-1).
+        let route: OutboundRoute
     }
 
     init(metrics: DaemonMetrics, broadcaster: EventBroadcaster, logger: Logger) {
@@ -58,17 +60,24 @@ final class Canaries: CanaryReporting, Sendable {
     func configure(_ entry: ProviderEntry, _ provider: ProviderConfiguration, _ configuration: DaemonConfiguration) {
         guard let url = provider[Keys.canaryURL] else { return remove(entry) }
         let sdk = provider.configuration
+        let route: OutboundRoute
+        do throws(DaemonFailure) {
+            route = try OutboundRoute.of(provider, to: url, in: configuration)
+        } catch {
+            logger.error("canary: its egress cannot be used; no canary: \(error.message)", metadata: ["provider": "\(entry.name)"])
+            return remove(entry)
+        }
         let key = Key(
             url: url, method: provider[Keys.canaryMethod],
             settings: .init(
                 interval: .seconds(provider[Keys.canaryIntervalSec]), maxRetryCount: sdk.maxRetryCount,
                 maxErrorDelay: .milliseconds(sdk.maxErrorTokenRefreshDelayMsec)),
             affectsReadiness: provider[Keys.canaryAffectsReadiness], header: provider[Keys.proxyTokenIn] == "header",
-            caFile: configuration[Keys.tokenServiceCAFile], timeout: configuration[Keys.tokenServiceTimeoutSec])
+            caFile: configuration[Keys.tokenServiceCAFile], timeout: configuration[Keys.tokenServiceTimeoutSec], route: route)
         if services.withLockedValue({ $0[entry.name]?.key }) == key { return }
         let client: HTTPClient
         do {
-            client = try CanaryProbe.makeClient(caFile: key.caFile, timeout: .seconds(key.timeout))
+            client = try CanaryProbe.makeClient(caFile: key.caFile, timeout: .seconds(key.timeout), proxy: route.proxy?.client)
         } catch {
             logger.error("canary: cannot make its HTTP client; no canary", metadata: ["provider": "\(entry.name)", "error": "\(error)"])
             return
@@ -119,7 +128,7 @@ final class Canaries: CanaryReporting, Sendable {
             return true
         }
         guard fresh else { return }
-        metrics.countCanary(provider: provider, result: "proxyChallenged")
+        metrics.countCanary(provider: provider, egress: egress(of: provider), result: "proxyChallenged")
         broadcaster.publish(named: "canary", CanaryEvent(provider: provider, result: "proxyChallenged", state: nil), provider: provider)
         logger.notice("the proxy met a challenge on a token the canary saw accepted", metadata: ["provider": "\(provider)"])
         services.withLockedValue { $0[provider]?.service }?.probeSoon()
@@ -127,8 +136,13 @@ final class Canaries: CanaryReporting, Sendable {
 
     // MARK: CanaryReporting
 
+    /// The `egress` label of `provider`'s probes.
+    private func egress(of provider: String) -> String {
+        services.withLockedValue { $0[provider]?.key.route.label } ?? OutboundRoute.direct.label
+    }
+
     func probed(provider: String, result: CanaryMachine.Result, at date: Date) {
-        metrics.countCanary(provider: provider, result: result.rawValue)
+        metrics.countCanary(provider: provider, egress: egress(of: provider), result: result.rawValue)
         if result == .accepted { metrics.canaryAccepted(provider: provider, at: date) }
         if result == .captcha { metrics.countUnsolvable(provider: provider, reason: "captcha") }
     }

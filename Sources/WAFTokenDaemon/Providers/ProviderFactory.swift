@@ -33,23 +33,24 @@ struct ProviderFactory: Sendable {
         if let restored { logger.info("restored the saved token", metadata: ["token.fingerprint": "\(WAFToken.fingerprint(of: restored.value))"]) }
         let (persistence, generation) = (parts.persistence, parts.generation)
         let provider = WAFTokenProvider(
-            configuration: configuration.configuration, fetcher: parts.fetcher, scheduler: DispatchScheduler(label: "waf-tokend.provider.\(name)"),
+            configuration: configuration.configuration, fetcher: parts.fetcher.provider(name),
+            scheduler: DispatchScheduler(label: "waf-tokend.provider.\(name)"),
             options: WAFTokenProviderOptions(
                 lifecycleProfile: daemon[Keys.lifecyclePlatform], lifecycle: lifecycle, jitter: daemon[Keys.refreshJitter],
                 cookieSecure: daemon[Keys.cookieSecure],
                 restoredToken: restored, persist: { persistence.persist($0, of: name) }, snapshotChanged: generation.advance, logger: logger))
-        let (broadcaster, metrics, status, hooks) = (parts.broadcaster, parts.metrics, parts.status, parts.hooks)
+        let (broadcaster, metrics, status, hooks, fetcher) = (parts.broadcaster, parts.metrics, parts.status, parts.hooks, parts.fetcher)
         hooks.configure(configuration, daemon)
         provider.observe { event in
             broadcaster.publish(event, provider: name)
             switch event {
             case .tokenUpdated(let token, .fetched):
-                metrics.countFetch(provider: name, success: true)
+                metrics.countFetch(provider: name, egress: fetcher.label(of: name), success: true)
                 hooks.tokenFetched(token.value, of: name)
             case .refreshFailed(.invalidChallenge(let reason), _, _):
-                metrics.countFetch(provider: name, success: false)
+                metrics.countFetch(provider: name, egress: fetcher.label(of: name), success: false)
                 if let unsolvable = UnsolvableChallenge.reason(reason) { metrics.countUnsolvable(provider: name, reason: unsolvable) }
-            case .refreshFailed: metrics.countFetch(provider: name, success: false)
+            case .refreshFailed: metrics.countFetch(provider: name, egress: fetcher.label(of: name), success: false)
             default: break
             }
             status.report()

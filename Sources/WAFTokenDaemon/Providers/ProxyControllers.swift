@@ -46,7 +46,11 @@ final class ProxyControllers: Sendable {
         _ controller: ProxyController, _ provider: ProviderConfiguration, _ configuration: DaemonConfiguration, socket: ConnectionSettings,
         logger: Logger, inherited: CInt? = nil
     ) async throws(DaemonFailure) -> ProxyController.Change {
-        let settings = ProxySettings(provider, configuration)
+        // The upstream through the provider's egress (EGRESS-1).
+        let route = try ProxyConfiguration(provider, configuration).map { proxy throws(DaemonFailure) in
+            try OutboundRoute.of(provider, to: proxy.upstream.url, in: configuration)
+        }
+        let settings = ProxySettings(provider, configuration, route: route ?? .direct)
         let connection = ProxyConfiguration(provider, configuration).map { ConnectionSettings(proxy: $0, socket: socket, logger: logger) } ?? socket
         do throws(ProxyFailure) {
             return try await controller.prepare(settings, connection: connection, inherited: inherited)

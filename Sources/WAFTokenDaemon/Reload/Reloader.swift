@@ -34,6 +34,8 @@ final class Reloader: Sendable {
     private struct Prepared {
         let plan: ReloadPlan
         let fetcher: HTTPTokenFetcher?
+        /// Each provider's route to its token service under the new configuration.
+        let routes: [String: OutboundRoute]
         let added: [(entry: ProviderEntry, proxy: ProxyController)]
         let socket: ConnectionSettings
         /// Each proxy's change, made ready: an added provider's new listener, a kept one's new
@@ -124,6 +126,12 @@ final class Reloader: Sendable {
         let meaningless = SandboxCheck.problems(new)
         if !meaningless.isEmpty { throw DaemonFailure(.configuration, meaningless.joined(separator: "; ")) }
         let socket = ConnectionSettings(new, logger: logger)
+        // Each provider's egress (EGRESS-1), its credentials read: a file the daemon cannot use
+        // refuses the reload, as at start.
+        var routes: [String: OutboundRoute] = [:]
+        for provider in new.providers {
+            routes[provider.name] = try OutboundRoute.of(provider, to: provider.configuration.tokenServiceBaseURL, in: new)
+        }
         let fetcher = plan.rebuildsFetcher ? try TokenFetcherSettings(new).makeFetcher(logger: logger) : nil
         // One app, one lifecycle: a provider added starts in the state the others are in.
         let lifecycle = parts.providers.all.first?.provider.status().lifecycle.state ?? .foreground
@@ -146,7 +154,7 @@ final class Reloader: Sendable {
             await undo(added: added, proxies: proxies, fetcher: fetcher)
             throw error
         }
-        return Prepared(plan: plan, fetcher: fetcher, added: added, socket: socket, proxies: proxies)
+        return Prepared(plan: plan, fetcher: fetcher, routes: routes, added: added, socket: socket, proxies: proxies)
     }
 
     /// Takes back what `prepare` did before it failed: the proxies' changes it made ready (a new
@@ -174,7 +182,8 @@ final class Reloader: Sendable {
     /// identity and lists, and no token of the new identity goes out under them.
     private func commit(_ prepared: Prepared) async {
         let plan = prepared.plan, new = plan.new
-        if let fetcher = prepared.fetcher { parts.fetcher.replace(with: fetcher) }
+        if let fetcher = prepared.fetcher { parts.fetcher.replace(settings: TokenFetcherSettings(new), direct: fetcher) }
+        for (name, route) in prepared.routes { parts.fetcher.route(name, route) }
         if !plan.deferredKeys.isEmpty { logger.warning("\(plan.deferredKeys.joined(separator: ", ")) take effect at the next start") }
         LogLevelControl.process.level = new[Keys.logLevel]
         // 0. A provider whose identity changes tells no one of tokens until its new settings

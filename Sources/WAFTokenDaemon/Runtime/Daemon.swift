@@ -92,7 +92,13 @@ public enum Daemon {
     public static func checkConfiguration(_ sources: ConfigurationSources) -> (output: String, errors: String, code: Int32) {
         switch ConfigurationLoader.load(sources) {
         case .success(let configuration):
-            return ("# effective configuration (command line > environment > \(sources.filePath) > defaults)\n" + configuration.effectiveYAML, "", 0)
+            // Where each provider's requests leave the host, and why (EGRESS-1): comments, so
+            // that the output stays a configuration file.
+            let egress = configuration.egressSummary.map { "#   \($0.provider): \($0.egress)\n" }.joined()
+            return (
+                "# effective configuration (command line > environment > \(sources.filePath) > defaults)\n" + configuration.effectiveYAML
+                    + "# egress of each provider (token service, canary, proxy upstream):\n" + egress, "", 0
+            )
         case .failure(let error):
             let lines = error.issues.map(\.description).joined(separator: "\n")
             return ("", "waf-tokend: invalid configuration:\n\(lines)\n", DaemonFailure.Code.configuration.rawValue)

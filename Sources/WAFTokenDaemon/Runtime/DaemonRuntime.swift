@@ -35,7 +35,18 @@ struct DaemonRuntime {
         if !meaningless.isEmpty { throw DaemonFailure(.configuration, meaningless.joined(separator: "; ")) }
         // The client first (a CA file that cannot be read is a configuration error), then the
         // providers, each restoring its saved token; one that fails stops those made before it.
-        let fetcher = ReloadableTokenFetcher(try TokenFetcherSettings(configuration).makeFetcher(logger: logger))
+        let fetcherSettings = TokenFetcherSettings(configuration)
+        let fetcher = ReloadableTokenFetcher(
+            settings: fetcherSettings, direct: try fetcherSettings.makeFetcher(logger: logger),
+            makeClient: { settings, proxy throws(DaemonFailure) in try settings.makeFetcher(proxy: proxy, logger: logger) })
+        // Each provider's token service through its egress (EGRESS-1); credentials a provider
+        // cannot use are a configuration error, found now.
+        for provider in configuration.providers {
+            fetcher.route(provider.name, try OutboundRoute.of(provider, to: provider.configuration.tokenServiceBaseURL, in: configuration))
+        }
+        for (provider, egress) in configuration.egressSummary {
+            logger.info("egress: \(egress)", metadata: ["provider": "\(provider)"])
+        }
         let metrics = DaemonMetrics()
         let generation = SnapshotGeneration()
         let providers = ProviderSet()

@@ -53,7 +53,9 @@ enum OneShot {
     ) async throws(DaemonFailure)
         -> Int32
     {
-        let fetcher = try TokenFetcherSettings(configuration).makeFetcher(logger: logger)
+        // Through the provider's egress, as the daemon would fetch it (EGRESS-1).
+        let route = try OutboundRoute.of(chosen, to: chosen.configuration.tokenServiceBaseURL, in: configuration)
+        let fetcher = try TokenFetcherSettings(configuration).makeFetcher(proxy: route.proxy, logger: logger)
         let persistence = TokenPersistence(layout: layout(chosen, configuration), logger: logger)
         let state = configuration[Keys.stateDirectory].map { StateStore(directory: $0, provider: chosen.name) }
         let restored: WAFTokenProviderOptions.RestoredToken?

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOHTTP1
 import WAFDaemonTransport
@@ -69,12 +70,14 @@ extension ProxyConnection {
         /// Not the upstream's doing: the peer's share of the memory budget cannot take another
         /// upstream connection (TENANT-12).
         case overBudget
+        /// The forward proxy refused the tunnel (EGRESS-3).
+        case egressRefused
     }
 
     /// The upstream cannot answer: 502 (unreachable, closed), 504 (timed out) or 503 (the
     /// peer's share of the budget is full) while nothing of an answer went out; a reset of the
     /// client's connection otherwise.
-    func upstreamFailed(_ kind: UpstreamFailure) {
+    func upstreamFailed(_ kind: UpstreamFailure, status: Int? = nil) {
         guard let exchange = machine.request else { return }
         stopStallTimer()
         proxy.board.upstreamErrors.add(1, ordering: .relaxed)
@@ -89,14 +92,23 @@ extension ProxyConnection {
         }
         // Once a minute per kind of failure, with how many there were: an upstream that is down
         // fails every request, and one line each would fill the journal (the metric counts them all).
+        var metadata: Logger.Metadata = ["upstream": "\(exchange.route.settings.upstream.url)"]
+        // The forward proxy's address, never its credentials.
+        if let forward = exchange.route.settings.forwardProxy { metadata["egress"] = "\(forward.label)" }
+        if let status { metadata["status"] = "\(status)" }
         proxy.limits.log(
-            "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)",
-            metadata: ["upstream": "\(exchange.route.settings.upstream.url)"], logger: proxy.logger)
+            "upstream \(kind.rawValue)", uid: 0, level: .warning, "proxy: upstream \(kind.rawValue)", metadata: metadata, logger: proxy.logger)
         switch kind {
         case .timeout: answerError(.upstreamTimedOut(seconds: exchange.route.settings.upstreamTimeout.components.seconds), ending)
         case .closed: answerError(.upstreamClosed, ending)
         case .unreachable: answerError(.upstreamUnreachable(url: "\(exchange.route.settings.upstream.url)"), ending)
         case .overBudget: answerError(.overBudget, ending)
+        case .egressRefused:
+            answerError(
+                .egressRefused(
+                    proxy: exchange.route.settings.forwardProxy?.label ?? "?", target: exchange.route.settings.upstream.connectAuthority,
+                    status: status ?? 0),
+                ending)
         }
     }
 

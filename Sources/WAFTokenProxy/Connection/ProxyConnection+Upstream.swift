@@ -51,7 +51,12 @@ extension ProxyConnection: UpstreamDelegate {
             }
             self.attach(upstream, attach, exchange)
         case .failed(let failure):
-            if machine.isConnecting(exchange) { upstreamFailed(failure == .timeout ? .timeout : .unreachable) }
+            guard machine.isConnecting(exchange) else { return }
+            switch failure {
+            case .timeout: upstreamFailed(.timeout)
+            case .refused(let status): upstreamFailed(.egressRefused, status: status)
+            case .unreachable, .closed: upstreamFailed(.unreachable)
+            }
         case .overBudget:
             if machine.isConnecting(exchange) { upstreamFailed(.overBudget) }
         }
@@ -101,7 +106,7 @@ extension ProxyConnection: UpstreamDelegate {
                 sendHead(head, framing, clientFraming, keepAlive: keepAlive)
             }
             stopStallTimer()
-            proxy.upstreamTimer.recordNanoseconds(Int64(EpollLoop.now &- exchange.sentAt))
+            exchange.route.upstreamTimer.recordNanoseconds(Int64(EpollLoop.now &- exchange.sentAt))
             if challenge {
                 proxy.board.challenges.add(1, ordering: .relaxed)
                 proxy.metrics.countProxyEvent(provider: proxy.providerName, "challenge")
@@ -164,6 +169,7 @@ extension ProxyConnection: UpstreamDelegate {
             case .closed: upstreamFailed(.closed)
             case .timeout: upstreamFailed(.timeout)
             case .unreachable: upstreamFailed(.unreachable)
+            case .refused(let status): upstreamFailed(.egressRefused, status: status)
             }
         }
     }

@@ -22,6 +22,23 @@ package struct ProxySettings: Sendable, Equatable {
         case cookie, header
     }
 
+    /// The forward proxy the upstream is reached through (EGRESS-1): a `CONNECT` tunnel to it.
+    package struct ForwardProxy: Sendable, Equatable {
+        package var host: String
+        package var port: Int
+        /// `Proxy-Authorization`'s value, from the credentials file (never logged).
+        package var authorization: String?
+        /// The egress label of logs and metrics: `host:port`.
+        package var label: String
+
+        package init(host: String, port: Int, authorization: String?, label: String) {
+            self.host = host
+            self.port = port
+            self.authorization = authorization
+            self.label = label
+        }
+    }
+
     /// The identity the route's tokens must be fetched for (TENANT-2).
     package var identity: WAFTokenIdentity
     package var listen: Listen
@@ -35,10 +52,12 @@ package struct ProxySettings: Sendable, Equatable {
     package var threads: Int
     /// The CA certificates an https upstream is checked against (nil: the system's).
     package var caFile: String?
+    /// Nil: the upstream is reached directly.
+    package var forwardProxy: ForwardProxy?
 
     package init(
         identity: WAFTokenIdentity, listen: Listen, mode: UInt16, upstream: UpstreamTarget, tokenIn: TokenPlacement, replayBufferBytes: Int,
-        tokenWait: Duration, upstreamTimeout: Duration, threads: Int, caFile: String?
+        tokenWait: Duration, upstreamTimeout: Duration, threads: Int, caFile: String?, forwardProxy: ForwardProxy? = nil
     ) {
         self.identity = identity
         self.listen = listen
@@ -50,5 +69,6 @@ package struct ProxySettings: Sendable, Equatable {
         self.upstreamTimeout = upstreamTimeout
         self.threads = threads
         self.caFile = caFile
+        self.forwardProxy = forwardProxy
     }
 }

@@ -1,3 +1,4 @@
+import CoreMetrics
 import WAFDaemonTransport
 import WAFProxyLoop
 
@@ -11,11 +12,18 @@ final class ProxyRoute: Sendable {
     let tls: TLSClientContext?
     /// Pooled connections of an older route are not reused.
     let generation: Int
+    /// `waf_tokend_proxy_upstream_seconds` of the route's provider and egress: a reload that
+    /// changes the egress changes the series.
+    let upstreamTimer: CoreMetrics.Timer
 
-    init(settings: ProxySettings, connection: ConnectionSettings, tls: TLSClientContext?, generation: Int) {
+    init(settings: ProxySettings, connection: ConnectionSettings, tls: TLSClientContext?, generation: Int, upstreamTimer: CoreMetrics.Timer) {
         self.settings = settings
         self.connection = connection
         self.tls = tls
         self.generation = generation
+        self.upstreamTimer = upstreamTimer
     }
+
+    /// The metrics' `egress` label: `direct`, or the forward proxy's host and port.
+    var egress: String { settings.forwardProxy?.label ?? "direct" }
 }

@@ -27,6 +27,8 @@ final class ProxyUpstream: LoopStreamDelegate {
         case unreachable, timeout
         /// It was made, then closed, reset, or its TLS failed.
         case closed
+        /// The forward proxy answered `CONNECT` with this status (EGRESS-3): no tunnel.
+        case refused(Int)
     }
 
     let stream: LoopStream
@@ -139,6 +141,7 @@ final class ProxyUpstream: LoopStreamDelegate {
             case .timedOut: .timeout
             case .unreachable: .unreachable
             case .closed, .failed: .closed
+            case .refused(let status): .refused(status)
             }
         delegate?.upstreamClosed(self, failure)
     }

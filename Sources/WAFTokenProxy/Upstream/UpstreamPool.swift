@@ -73,13 +73,17 @@ final class UpstreamPool {
             done(made(connector(route, loop)))
             return nil
         }
+        // Through the provider's forward proxy, when it has one (EGRESS-1): its address is the one
+        // looked up and connected to; the upstream's name goes in the CONNECT, and TLS is the
+        // upstream's, end to end.
         let upstream = route.settings.upstream
+        let (host, port) = route.settings.forwardProxy.map { ($0.host, $0.port) } ?? (upstream.host, upstream.port)
         // An address needs no lookup: nothing runs off the loop.
-        if let address = try? SocketAddress(ipAddress: upstream.host, port: upstream.port) {
+        if let address = try? SocketAddress(ipAddress: host, port: port) {
             done(made(Self.connect(to: [address], route, on: loop)))
             return nil
         }
-        return resolver.lookUp(upstream.host, port: upstream.port, on: loop) { [loop] found in
+        return resolver.lookUp(host, port: port, on: loop) { [loop] found in
             // Every address, in the system's order: one that refuses the connect hands it to the next.
             guard case .success(let addresses) = found, !addresses.isEmpty else { return done(.failed(.unreachable)) }
             done(made(Self.connect(to: addresses, route, on: loop)))
@@ -90,7 +94,10 @@ final class UpstreamPool {
         let upstream = route.settings.upstream
         // SNI names a host, never an address; the certificate is checked for either.
         let tls = route.tls.map { ($0, upstream.host) }
-        return try? LoopStream(to: addresses, tls: tls, timeout: route.settings.upstreamTimeout.loopNanoseconds, on: loop)
+        let timeout = route.settings.upstreamTimeout.loopNanoseconds
+        guard let forward = route.settings.forwardProxy else { return try? LoopStream(to: addresses, tls: tls, timeout: timeout, on: loop) }
+        let tunnel = LoopStream.Tunnel(authority: upstream.connectAuthority, authorization: forward.authorization)
+        return try? LoopStream(through: addresses, tunnel: tunnel, tls: tls, timeout: timeout, on: loop)
     }
 
     /// The request that began lookup `id` is gone (`connect`'s number).

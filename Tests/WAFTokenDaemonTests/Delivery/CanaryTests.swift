@@ -35,8 +35,8 @@ struct CanaryTests {
             #expect(
                 await eventually(for: .seconds(20)) {
                     let metrics = (try? await curl(daemon.socketPath, "/metrics").body) ?? ""
-                    return metrics.contains(#"waf_tokend_canary_total{provider="default",result="challenged"} 1"#)
-                        && metrics.contains(#"waf_tokend_canary_total{provider="default",result="accepted"} 2"#)
+                    return metrics.contains(#"waf_tokend_canary_total{provider="default",egress="direct",result="challenged"} 1"#)
+                        && metrics.contains(#"waf_tokend_canary_total{provider="default",egress="direct",result="accepted"} 2"#)
                 }, "challenged once, then accepted")
             #expect(clock.now - rotated < .seconds(15), "within an interval and a fetch")
             #expect(try await service.counters().tokensIssued == issued + 1, "one forced refresh")
@@ -64,7 +64,7 @@ struct CanaryTests {
             let said = { (try? String(contentsOfFile: events, encoding: .utf8)) ?? "" }
             #expect(await eventually { said().contains("event: canary") && said().contains(#""state":"rejected""#) }, "\(said())")
             let metrics = try await curl(daemon.socketPath, "/metrics").body
-            #expect(metrics.contains(#"waf_tokend_canary_total{provider="default",result="captcha"}"#))
+            #expect(metrics.contains(#"waf_tokend_canary_total{provider="default",egress="direct",result="captcha"}"#))
             #expect(metrics.contains(#"waf_tokend_challenge_unsolvable_total{provider="default",reason="captcha"}"#))
             #expect(metrics.contains(#"waf_tokend_canary_last_accepted_timestamp_seconds{provider="default"}"#))
             try await service.askForCaptcha(false)
@@ -87,7 +87,7 @@ struct CanaryTests {
             #expect(
                 await eventually {
                     ((try? await curl(daemon.socketPath, "/metrics").body) ?? "").contains(
-                        #"waf_tokend_canary_total{provider="default",result="proxyChallenged"} 1"#)
+                        #"waf_tokend_canary_total{provider="default",egress="direct",result="proxyChallenged"} 1"#)
                 })
             #expect(daemon.stderr.contains("the proxy met a challenge on a token the canary saw accepted"))
         }

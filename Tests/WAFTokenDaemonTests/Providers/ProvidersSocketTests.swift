@@ -145,7 +145,7 @@ struct ProvidersSocketTests {
             _ = try #require(try await Self.value(daemon))
             let body = try await curl(daemon.socketPath, "/metrics").body
             for provider in ["default", "pay"] {
-                #expect(body.contains(#"waf_tokend_token_fetches_total{provider="\#(provider)",result="success"} 1"#), "\(provider)")
+                #expect(body.contains(#"waf_tokend_token_fetches_total{provider="\#(provider)",egress="direct",result="success"} 1"#), "\(provider)")
                 #expect(body.contains(#"waf_tokend_token_present{provider="\#(provider)"} 1"#))
                 #expect(body.contains(#"waf_tokend_token_stale{provider="\#(provider)"} 0"#))
             }

@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `egress.proxyCredentialsFile` (EGRESS-3): `user:password` for the forward proxy, on the file's
+/// first line. A password others may read is refused, as ssh refuses such a key: at
+/// `--check-config` and at start, before any request would send it.
+public enum ProxyCredentials {
+    /// The file's `user:password`, or why it cannot be used: words that follow the path in a
+    /// configuration issue (and never hold the file's content).
+    /// What a configuration issue says is allowed.
+    public static let allowed = "a regular file of mode 0600 or stricter, user:password on its first line"
+
+    public static func read(_ path: String) -> Result<String, EgressProblem> {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        guard descriptor >= 0 else { return .failure(EgressProblem("cannot be read: \(String(cString: strerror(errno)))")) }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, info.st_mode & S_IFMT == S_IFREG else {
+            return .failure(EgressProblem("is not a regular file"))
+        }
+        guard info.st_mode & 0o077 == 0 else {
+            return .failure(
+                EgressProblem("has mode 0\(String(info.st_mode & 0o777, radix: 8)), and it holds a password: 0600 or stricter"))
+        }
+        var bytes = [UInt8](repeating: 0, count: 4096)
+        let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }
+        let line = String(decoding: bytes.prefix(max(count, 0)).prefix { $0 != 10 && $0 != 13 }, as: UTF8.self)
+        guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+            return .failure(EgressProblem("does not hold user:password on its first line"))
+        }
+        return .success(line)
+    }
+}

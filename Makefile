@@ -103,8 +103,12 @@ test-repeat: deps
 SANITIZED := 'WAFTokenCoreTests|WireFormatTests|ProofOfWorkTests|SolveGateTests|LocalTokenServiceIssuerTests|WAFProxyLoopTests|WAFTokenProxyTests|WAFHTTPWireTests|ConnectionGuardTests'
 test-tsan: deps
 	SWIFT=$(SWIFT) scripts/swift-test.sh --sanitize=thread --scratch-path .build-tsan --filter $(SANITIZED) --skip StreamMemoryTests
+# Memory errors (use after free, overflows, a pointer kept past its buffer); not leaks: LeakSanitizer
+# reports the core's virtual-time tests' providers, never shut down by design, and Swift's weak
+# side tables behind tagged pointers. What a connection holds is measured by StreamMemoryTests and
+# the cgroup tests instead.
 test-asan: deps
-	SWIFT=$(SWIFT) scripts/swift-test.sh --sanitize=address --scratch-path .build-asan --filter $(SANITIZED) --skip StreamMemoryTests
+	ASAN_OPTIONS=detect_leaks=0 SWIFT=$(SWIFT) scripts/swift-test.sh --sanitize=address --scratch-path .build-asan --filter $(SANITIZED) --skip StreamMemoryTests
 
 # Proof-of-work nonces/s on 1 and all cores, beside OpenSSL called from C in the same run.
 bench-pow: deps

@@ -21,6 +21,8 @@ let package = Package(
     products: [
         .library(name: "WAFTokenCore", targets: ["WAFTokenCore"]),
         .library(name: "WAFTokenCoreTestKit", targets: ["WAFTokenCoreTestKit"]),
+        .library(name: "WAFProxyLoop", targets: ["WAFProxyLoop"]),
+        .library(name: "WAFProxyLoopTestKit", targets: ["WAFProxyLoopTestKit"]),
         .library(name: "WAFChallenge", targets: ["WAFChallenge"]),
         .library(name: "WAFTokenServiceHTTP", targets: ["WAFTokenServiceHTTP"]),
         .library(name: "WAFLocalTokenService", targets: ["WAFLocalTokenService"]),
@@ -131,6 +133,11 @@ let package = Package(
             dependencies: [
                 "CEpoll", "CLibSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
+            swiftSettings: strict),
+        // The other end of the loop's TLS client, in memory: a libssl server over a BIO pair, for
+        // the loop's tests and the relay's fuzz target.
+        .target(
+            name: "WAFProxyLoopTestKit", dependencies: ["WAFProxyLoop", "CLibSSL", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict),
         // Listening and guarding connections: listeners (Unix, loopback, passed by systemd), accept
         // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and
@@ -306,7 +313,7 @@ let package = Package(
         .testTarget(
             name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "WAFProxyLoopTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "CEpoll", "CLibSSL"] + nio,
+            name: "WAFProxyLoopTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "WAFProxyLoopTestKit", "CEpoll", "CLibSSL"] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport", logging] + nio, swiftSettings: strict),

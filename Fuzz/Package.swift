@@ -29,7 +29,7 @@ let package = Package(
         fuzzTarget("fuzz-cookie-path", ["WAFTokenCore"]),
         fuzzTarget("fuzz-sse", ["WAFDaemonClient"]),
         fuzzTarget("fuzz-local-service", ["WAFLocalTokenService", "WAFChallenge"]),
-        fuzzTarget("fuzz-relay", ["WAFHTTPWire", "WAFTokenProxy", "WAFDaemonConfiguration"]),
+        fuzzTarget("fuzz-relay", ["WAFHTTPWire", "WAFTokenProxy", "WAFDaemonConfiguration", "WAFProxyLoop", "WAFProxyLoopTestKit"]),
     ],
     swiftLanguageModes: [.v6]
 )

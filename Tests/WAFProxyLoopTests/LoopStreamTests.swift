@@ -1,9 +1,9 @@
-import CLibSSL
 import Foundation
 import NIOCore
 import Synchronization
 import Testing
 import WAFTestSupport
+import WAFProxyLoopTestKit
 import WAFTestTraits
 
 @testable import WAFProxyLoop
@@ -23,14 +23,14 @@ final class StreamRecorder: LoopStreamDelegate, @unchecked Sendable {
 /// A server on the loop that answers each read with `answer(what it read)`, over TLS when given
 /// a server context (a libssl session per connection, over its BIO pair), or stays silent.
 final class LoopServer: LoopSocketDelegate, @unchecked Sendable {
-    let tls: OpaquePointer?
+    let tls: TLSServerContext?
     let answer: ((String) -> String)?
     var peers: [ObjectIdentifier: TLSServerPeer] = [:]
     var listener: LoopListener?
     /// Closes each connection once it answered (plain only).
     var closesAfterAnswer = false
 
-    init(tls: OpaquePointer?, answer: ((String) -> String)?) {
+    init(tls: TLSServerContext?, answer: ((String) -> String)?) {
         self.tls = tls
         self.answer = answer
     }

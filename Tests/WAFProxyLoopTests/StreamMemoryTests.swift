@@ -2,6 +2,7 @@ import CEpoll
 import NIOCore
 import Testing
 import WAFTestSupport
+import WAFProxyLoopTestKit
 import WAFTestTraits
 
 @testable import WAFProxyLoop

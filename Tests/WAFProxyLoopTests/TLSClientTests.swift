@@ -2,104 +2,31 @@ import CLibSSL
 import NIOCore
 import Testing
 import WAFTestSupport
+import WAFProxyLoopTestKit
 import WAFTestTraits
 
 @testable import WAFProxyLoop
-
-/// A TLS server session of libssl over a BIO pair, for the client to talk to without a socket.
-final class TLSServerPeer {
-    let session: OpaquePointer
-    let network: OpaquePointer
-
-    init(_ context: OpaquePointer) {
-        session = SSL_new(context)
-        var inner: OpaquePointer?
-        var outer: OpaquePointer?
-        BIO_new_bio_pair(&inner, 0, &outer, 0)
-        SSL_set_bio(session, inner, inner)
-        network = outer!
-        SSL_set_accept_state(session)
-    }
-
-    deinit {
-        SSL_set_quiet_shutdown(session, 1)
-        SSL_shutdown(session)
-        BIO_free(network)
-        SSL_free(session)
-    }
-
-    static func context(_ certificates: TestCertificates) -> OpaquePointer {
-        let context = SSL_CTX_new(TLS_server_method())!
-        SSL_CTX_use_certificate_chain_file(context, certificates.serverCertificate)
-        SSL_CTX_use_PrivateKey_file(context, certificates.serverKey, SSL_FILETYPE_PEM)
-        return context
-    }
-
-    func receive(_ bytes: ByteBuffer) {
-        _ = bytes.withUnsafeReadableBytes { BIO_write(network, $0.baseAddress, Int32($0.count)) }
-    }
-
-    /// Reads what it can (which drives its handshake), returning the plaintext.
-    func read() -> String {
-        var text = [UInt8](repeating: 0, count: 65536)
-        var out = ""
-        while true {
-            let count = SSL_read(session, &text, Int32(text.count))
-            guard count > 0 else { break }
-            out += String(decoding: text[0..<Int(count)], as: UTF8.self)
-        }
-        return out
-    }
-
-    func write(_ text: String) {
-        _ = Array(text.utf8).withUnsafeBytes { SSL_write(session, $0.baseAddress, Int32($0.count)) }
-    }
-
-    func takeCiphertext() -> ByteBuffer {
-        var bytes = ByteBuffer()
-        let pending = Int(BIO_ctrl_pending(network))
-        bytes.writeWithUnsafeMutableBytes(minimumWritableBytes: max(pending, 1)) { max(0, Int(BIO_read(network, $0.baseAddress, Int32(pending)))) }
-        return bytes
-    }
-}
 
 /// A throw-away CA and server certificate, a libssl server context for them (freed with the
 /// fixture), and a client context that trusts the CA: what every TLS test starts from.
 final class TLSFixture {
     let certificates: TestCertificates
-    let server: OpaquePointer
+    let server: TLSServerContext
     let client: TLSClientContext
 
     init() throws {
         certificates = try TestCertificates()
-        server = TLSServerPeer.context(certificates)
+        server = try #require(TLSServerContext(certificateChain: certificates.serverCertificate, key: certificates.serverKey))
         client = try TLSClientContext(caFile: certificates.authority)
-    }
-
-    deinit {
-        SSL_CTX_free(server)
     }
 }
 
 @Suite("TLS client sessions on the proxy's loop", .offPool)
 struct TLSClientTests {
     /// Carries the records between the two until neither has more; the server's to the client
-    /// `split` bytes at a time.
+    /// `split` bytes at a time. What the server read.
     static func exchange(_ client: TLSClientSession, _ server: TLSServerPeer, split: Int = .max) -> String {
-        var serverSaw = ""
-        for _ in 0..<20 {
-            var moved = false
-            if let bytes = client.takeCiphertext() {
-                server.receive(bytes)
-                moved = true
-            }
-            serverSaw += server.read()
-            var reply = server.takeCiphertext()
-            if reply.readableBytes > 0 { moved = true }
-            while reply.readableBytes > 0 { client.receive(reply.readSlice(length: min(split, reply.readableBytes))!) }
-            if !moved { break }
-        }
-        return serverSaw
+        String(decoding: server.exchange(with: client, split: split), as: UTF8.self)
     }
 
     @Test("A request written before the handshake goes after it; the answer, its records cut into pieces from one byte up, comes back whole")
@@ -124,7 +51,7 @@ struct TLSClientTests {
     @Test("The second session to a name resumes the first", arguments: [TLS1_2_VERSION, TLS1_3_VERSION])
     func resumption(version: Int32) throws {
         let tls = try TLSFixture()
-        _ = waf_ssl_ctx_set_max_version(tls.server, version)
+        tls.server.limit(toVersion: version)
         var resumed: [Bool] = []
         for _ in 0..<2 {
             let client = try TLSClientSession(tls.client, serverName: "localhost")

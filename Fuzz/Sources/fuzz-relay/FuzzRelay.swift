@@ -1,5 +1,7 @@
 import FuzzSupport
 import NIOCore
+import WAFProxyLoop
+import WAFProxyLoopTestKit
 
 @testable import WAFDaemonConfiguration
 @testable import WAFHTTPWire
@@ -10,16 +12,24 @@ import NIOCore
 // same whatever the cut; what the proxy accepts, it sends on in a form its own strict reading
 // accepts again, with the same framing (it never forwards anything a server could read two ways);
 // a chunked body reads the same whatever the cut; an upstream's answers (AnswerReader) are
-// handed on the same whatever the cut, their bytes in order and nothing after a stop.
+// handed on the same whatever the cut, their bytes in order and nothing after a stop. With a TLS
+// upstream (a first byte of 0xF0 or more), the loop's TLS client against a libssl server in
+// memory: what the server sends reaches the client whole and in order, whatever the cuts of its
+// records; bytes that are not the server's records fail the session and yield no plaintext.
 
 private let upstream = try! UpstreamTarget.parse("https://api.example.com/base/", domainName: "example.com").get()
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ data: UnsafeRawPointer, _ size: Int) -> CInt {
     var input = FuzzInput(data, size)
-    let mode = input.choose(4)
+    let first = input.byte()
+    let mode = Int(first) % 4
     let cut = Int(input.byte()) | Int(input.byte()) << 8
     let bytes = input.rest()
+    if first >= 0xF0 {
+        TLSUpstream.fuzz(bytes, cut: cut, forged: first & 1 == 1)
+        return 0
+    }
     switch mode {
     case 0: request(bytes, cut: cut % (bytes.count + 1))
     case 1: answer(bytes)

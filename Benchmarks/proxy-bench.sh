@@ -76,8 +76,8 @@ else
     echo "GET / through a proxy to nginx 'return 200' on 127.0.0.1: h2load --h1 -t 1 -n $REQUESTS, median of $RUNS runs, $(nproc) cores"
 fi
 echo "waf-tokend --proxy-threads N; nginx $(nginx -v 2>&1 | sed 's/.*nginx\///') worker_processes N, proxy_pass, keepalive, a fixed Cookie; $(go version | cut -d' ' -f3) ReverseProxy, GOMAXPROCS=N"
-printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %9s %9s %6s %12s %9s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" "p99 ratio" \
-    "vs Go" goal "sketch" "vs nginx"
+printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %9s %10s %9s %9s %6s %12s %9s\n" workers conns "waf-tokend" "p99 ms" "nginx" "p99 ms" "Go" "p99 ms" "vs nginx" \
+    "runs" "p99 ratio" "vs Go" goal "sketch" "vs nginx"
 for workers in $WORKERS; do
     dir=$work/$scheme-w$workers
     mkdir -p "$dir"
@@ -136,9 +136,12 @@ for workers in $WORKERS; do
             read -r srate _ _ <<<"$(median sketch)"
             sratio=$(awk -v a="$srate" -v b="$nrate" 'BEGIN {printf "%.2fx", a / b}')
         fi
-        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %8.2fx %9s %6s %12s %9s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" \
-            "$gp99" "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
-            "$gratio" "≥1.00x" "$srate" "$sratio"
+        # The spread: the ratio of each run to nginx's run beside it (they alternate), lowest–highest.
+        spread=$(paste <(printf '%s' "${rows[proxy]}" | awk '{print $1}') <(printf '%s' "${rows[nginx]}" | awk '{print $1}') |
+            awk '$2 > 0 {r = $1 / $2; if (n == 0 || r < lo) lo = r; if (n == 0 || r > hi) hi = r; n++} END {printf "%.2f–%.2f", lo, hi}')
+        printf "%-8s %-6s %12s %8s %12s %8s %12s %8s %8.2fx %10s %8.2fx %9s %6s %12s %9s\n" "$workers" "$connections" "$rate" "$p99" "$nrate" "$np99" "$grate" \
+            "$gp99" "$(awk -v a="$rate" -v b="$nrate" 'BEGIN {print a / b}')" "$spread" "$(awk -v a="$p99" -v b="$np99" 'BEGIN {print a / b}')" \
+            "$gratio" "≥1.05x" "$srate" "$sratio"
     done
     # CPU per request of each proxy (all its threads or processes), 16 connections.
     # With its split into user and system time: the kernel's share is much the same for all three

@@ -7,6 +7,12 @@ let strict: [SwiftSetting] = [
     .treatAllWarnings(as: .error)
 ]
 
+/// The proxy's hot path (its loop, its HTTP reading, its connections) without the dynamic
+/// exclusivity checks of a release build: each read of a class's stored property that a mutation
+/// could overlap asked the runtime, 3 % of the proxy's cycles (docs/decisions.md). Debug builds,
+/// and so every test and sanitizer run, keep them.
+let hotPath: [SwiftSetting] = strict + [.unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release))]
+
 let nio: [Target.Dependency] = [
     .product(name: "NIOCore", package: "swift-nio"),
     .product(name: "NIOPosix", package: "swift-nio"),
@@ -124,7 +130,7 @@ let package = Package(
         //
         // HTTP/1.x heads, framing and chunks read strictly from raw bytes: what the proxy relays and
         // the fuzzer drives. Nothing of ours.
-        .target(name: "WAFHTTPWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: strict),
+        .target(name: "WAFHTTPWire", dependencies: [.product(name: "NIOCore", package: "swift-nio")], swiftSettings: hotPath),
         // The proxy's event loop of its own (issue 39): epoll with timers and a wake-up from other
         // threads, non-blocking sockets that write with writev and follow backpressure, TLS client
         // sessions over libssl's memory BIOs. No HTTP, no NIO pipeline (its ByteBuffer only).
@@ -133,7 +139,7 @@ let package = Package(
             dependencies: [
                 "CEpoll", "CLibSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
-            swiftSettings: strict),
+            swiftSettings: hotPath),
         // The other end of the loop's TLS client, in memory: a libssl server over a BIO pair, for
         // the loop's tests and the relay's fuzz target.
         .target(
@@ -188,7 +194,7 @@ let package = Package(
                 "WAFTokenCore", "WAFHTTPWire", "WAFDaemonTransport", "WAFProviderRegistry", "WAFProxyLoop",
                 .product(name: "Metrics", package: "swift-metrics"),
             ] + nio + [logging],
-            swiftSettings: strict),
+            swiftSettings: hotPath),
         // The token canary: asks the protected API with the token, and says when the web ACL no
         // longer accepts it (docs/canary.md).
         .target(

@@ -79,6 +79,14 @@ public final class EpollLoop: @unchecked Sendable {
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
+    /// When the loop's current turn began: what its handlers take as now for their deadlines and
+    /// timings, one clock read a turn rather than several a request. On the loop's thread only.
+    private var turnBegan: UInt64 = 0
+
+    /// Now, as the loop's handlers see it: when this turn began (a turn is short), or the clock
+    /// itself before the loop ran one.
+    public var time: UInt64 { turnBegan != 0 ? turnBegan : Self.now }
+
     /// Whether the caller runs on the loop's thread.
     public var inLoop: Bool {
         thread.load(ordering: .acquiring) == pthread_self()
@@ -240,6 +248,7 @@ public final class EpollLoop: @unchecked Sendable {
 
     /// False once stopped.
     private func handle(_ events: [epoll_event], count: Int) -> Bool {
+        turnBegan = Self.now
         for index in 0..<count {
             let descriptor = Int32(bitPattern: UInt32(truncatingIfNeeded: events[index].data.u64))
             if descriptor == wakeup {

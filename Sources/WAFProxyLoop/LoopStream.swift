@@ -67,7 +67,10 @@ public final class LoopStream: LoopSocketDelegate {
         self.loop = loop
         // A placeholder for the moment the timer needs `self`: it is scheduled right below.
         state = .ended(.closed)
-        let timer = loop.schedule(in: timeout) { [weak self] in self?.fail(.timedOut) }
+        // Unowned, not weak: a weak reference gives the stream a side table, through which every
+        // retain and release of it then goes. The timer cannot outlive it: the socket holds the
+        // stream until its end, and every way out of the states that carry the timer cancels it.
+        let timer = loop.schedule(in: timeout) { [unowned self] in fail(.timedOut) }
         state = .connecting(tls: session, untried: Array(remaining), written: [], timer: timer)
         socket.delegate = self
     }

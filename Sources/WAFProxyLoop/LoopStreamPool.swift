@@ -46,7 +46,7 @@ public final class LoopStreamPool: LoopStreamDelegate {
         stream.delegate = self
         // Read while waiting: a close or stray bytes must be seen now, not by the next request.
         stream.reading = true
-        idle.append((stream, EpollLoop.now, attachment))
+        idle.append((stream, loop.time, attachment))
         if sweep == nil { scheduleSweep() }
     }
 
@@ -62,7 +62,7 @@ public final class LoopStreamPool: LoopStreamDelegate {
         sweep = loop.schedule(at: end(of: oldest.since)) { [weak self] in
             guard let self else { return }
             sweep = nil
-            let now = EpollLoop.now
+            let now = loop.time
             while let first = idle.first, end(of: first.since) <= now {
                 idle.removeFirst()
                 first.stream.close()

@@ -17,7 +17,7 @@ public final class LoopTimeout {
         self.expired = expired
     }
 
-    /// The timeout now ends at `end` (`EpollLoop.now`'s clock; nil: it does not run).
+    /// The timeout now ends at `end` (`loop.time`'s clock; nil: it does not run).
     public func move(to end: UInt64?) {
         self.end = end
         guard let end, timer == nil || end < firesAt else { return }
@@ -26,8 +26,12 @@ public final class LoopTimeout {
 
     /// Ends `nanoseconds` from now.
     public func move(in nanoseconds: UInt64) {
-        let (end, overflow) = EpollLoop.now.addingReportingOverflow(nanoseconds)
+        let (end, overflow) = loop.time.addingReportingOverflow(nanoseconds)
         move(to: overflow ? .max : end)
+    }
+
+    deinit {
+        if let timer { loop.cancel(timer) }
     }
 
     /// Stops it for good: nothing stays scheduled to keep its owner alive.
@@ -40,11 +44,12 @@ public final class LoopTimeout {
     private func schedule(at when: UInt64) {
         if let timer { loop.cancel(timer) }
         firesAt = when
-        timer = loop.schedule(at: when) { [weak self] in
-            guard let self else { return }
+        // Unowned, not weak (a weak reference would give the timeout a side table, and its owner's
+        // every retain a slow path): the timer goes with it (`deinit`).
+        timer = loop.schedule(at: when) { [unowned self] in
             timer = nil
             guard let end else { return }
-            if end > EpollLoop.now { return schedule(at: end) }
+            if end > loop.time { return schedule(at: end) }
             self.end = nil
             expired()
         }

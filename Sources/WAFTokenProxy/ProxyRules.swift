@@ -76,7 +76,14 @@ enum ProxyRules {
         buffer.writeStaticString("\r\n")
         if let token, tokenCookie {
             buffer.writeStaticString("Cookie: ")
-            buffer.writeString(WAFCookie.merged(cookies, token: token))
+            if cookies.isEmpty {
+                // The common case, without building the pairs of a merge.
+                buffer.writeString(WAFCookie.name)
+                buffer.writeStaticString("=")
+                buffer.writeString(token)
+            } else {
+                buffer.writeString(WAFCookie.merged(cookies, token: token))
+            }
             buffer.writeStaticString("\r\n")
         }
         if let token, tokenHeader {

@@ -2,8 +2,8 @@ import Foundation
 import NIOCore
 import Synchronization
 import Testing
-import WAFTestSupport
 import WAFProxyLoopTestKit
+import WAFTestSupport
 import WAFTestTraits
 
 @testable import WAFProxyLoop

@@ -1,8 +1,8 @@
 import CEpoll
 import NIOCore
 import Testing
-import WAFTestSupport
 import WAFProxyLoopTestKit
+import WAFTestSupport
 import WAFTestTraits
 
 @testable import WAFProxyLoop

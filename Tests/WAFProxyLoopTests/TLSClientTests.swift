@@ -1,8 +1,8 @@
 import CLibSSL
 import NIOCore
 import Testing
-import WAFTestSupport
 import WAFProxyLoopTestKit
+import WAFTestSupport
 import WAFTestTraits
 
 @testable import WAFProxyLoop

@@ -34,6 +34,43 @@ struct PublicationOrderTests {
         #expect(world.snapshot?.token?.value == "tok-2")
     }
 
+    @Test(
+        "TOK-1 for readers that keep what they read: publications moves only once its snapshot is in place; published(for:) holds no other identity's token"
+    )
+    func TOK1_publicationsCountAfterTheSnapshot() async {
+        let service = GatedTokenFetcher()
+        service.open()
+        let configuration = WAFConfiguration.test()
+        let provider = WAFTokenProvider(configuration: configuration, fetcher: service, options: .init(jitter: false))
+        defer { provider.shutdown() }
+        let before = provider.published(for: configuration.identity)
+        #expect(before.publication <= provider.publications)
+        let told = await onOwnThread { () -> [UInt64] in
+            var told: [UInt64] = []
+            for _ in 0..<50 {
+                let answered = DispatchSemaphore(value: 0)
+                let seen = NIOLockedValueBox<(UInt64, WAFToken?, WAFToken?)>((0, nil, nil))
+                provider.refreshToken { token, _ in
+                    let published = provider.published(for: configuration.identity)
+                    seen.withLockedValue { $0 = (published.publication, token, published.token) }
+                    answered.signal()
+                }
+                guard answered.wait(timeout: .now() + 10) == .success else { return [] }
+                let (publication, token, read) = seen.withLockedValue { $0 }
+                // Told of a token, the reader finds it (or a newer one) at a publication it has not seen.
+                #expect(read == token && read != nil)
+                told.append(publication)
+            }
+            return told
+        }
+        #expect(told.count == 50)
+        #expect(zip(told, told.dropFirst()).allSatisfy { $0 < $1 }, "each new token is a new publication: \(told)")
+        #expect(told.first.map { $0 > before.publication } == true)
+        let elsewhere = WAFTokenIdentity(tokenServiceBaseURL: "https://elsewhere.example", domainName: "elsewhere.example")
+        #expect(provider.published(for: elsewhere).token == nil, "another identity's token is never handed out")
+        #expect(provider.published(for: elsewhere).configuration == provider.configuration)
+    }
+
     @Test("TOK-1 on real threads: a refresh's callback reads its own token from getToken(), every time")
     func TOK1_callbackReadsItsOwnToken() async {
         // With the snapshot published after the answer, about one refresh in five read the token

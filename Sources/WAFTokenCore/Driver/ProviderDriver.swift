@@ -1,5 +1,6 @@
 import Logging
 import NIOConcurrencyHelpers
+import Synchronization
 
 /// Performs what the `ProviderMachine` decides: starts and cancels fetches, arms and cancels
 /// timers, answers callers, tells observers. Every method runs on the scheduler's state context,
@@ -21,6 +22,9 @@ final class ProviderDriver: @unchecked Sendable {
     let scheduler: any WAFScheduler
     let cookieManager: WAFCookieManager
     let published: NIOLockedValueBox<ProviderSnapshot>
+    /// How many snapshots were published: counted after each is in place, so that a reader that
+    /// read this number, then the snapshot, holds one at least as new as the number says.
+    let publications = Synchronization.Atomic<UInt64>(0)
     private let fetcher: any WAFTokenFetcher
     private let randomUnit: @Sendable () -> Double
     private let persist: (@Sendable (WAFTokenRecord) -> Void)?
@@ -127,6 +131,7 @@ final class ProviderDriver: @unchecked Sendable {
             persist?(record)
         case .publish(let snapshot):
             published.withLockedValue { $0 = snapshot }
+            publications.add(1, ordering: .releasing)
             cookieManager.update(
                 settings: .init(configuration: snapshot.configuration, secure: snapshot.settings.cookieSecure), token: snapshot.token)
             snapshotChanged?()

@@ -168,6 +168,19 @@ public final class WAFTokenProvider: Sendable {
         return snapshot.cachedToken(at: scheduler.now)
     }
 
+    /// The cached token if it was fetched for `identity` (as `cachedToken(for:)`), the
+    /// configuration in force, from one snapshot, and the number of publications it is at least as
+    /// new as. A reader on every request (the proxy) keeps what it derives from them and reads
+    /// again only when `publications` has moved: an atomic load instead of a lock and a copy.
+    public func published(for identity: WAFTokenIdentity) -> (publication: UInt64, token: WAFToken?, configuration: WAFConfiguration) {
+        let publication = publications
+        let snapshot = snapshot
+        return (publication, snapshot.configuration.identity == identity ? snapshot.token : nil, snapshot.configuration)
+    }
+
+    /// How many snapshots were published so far (`published(for:)`).
+    public var publications: UInt64 { driver.publications.load(ordering: .acquiring) }
+
     /// The app moved to `state` (LIFE rules). `completion` runs once the change is applied.
     public func setLifecycle(_ state: WAFLifecycleState, completion: (@Sendable () -> Void)? = nil) {
         updateLifecycle({ _ in state }) { _ in completion?() }

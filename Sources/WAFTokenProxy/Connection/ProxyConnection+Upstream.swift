@@ -9,7 +9,7 @@ extension ProxyConnection: UpstreamDelegate {
 
     /// The request is ready to go (complete, or streaming): a token, a connection, then the bytes.
     func dispatch(_ exchange: ProxyExchange) {
-        let token = proxy.token(for: exchange.route)
+        let token = worker.tokenView(for: exchange.route).token
         if token == nil, exchange.route.settings.tokenWait > .zero {
             proxy.waitForToken(for: exchange.route, timeout: exchange.route.settings.tokenWait.loopNanoseconds, on: loop) {
                 [self] token in
@@ -30,12 +30,12 @@ extension ProxyConnection: UpstreamDelegate {
     /// without a callback (most requests), or a new one when it is under way.
     func connect(_ exchange: ProxyExchange, token: String?, fresh: Bool = false) {
         exchange.sentToken = token
-        if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route, account: exchange.account) {
+        if !fresh, let pooled = worker.pool.takeIdle(for: exchange.route, share: exchange.share) {
             return connected(.connected(pooled), exchange)
         }
         // A name's lookup has no timeout of its own: the upstream's bounds it, and the connect.
         armStallTimer(exchange)
-        let lookup = worker.pool.connect(exchange.route, for: exchange.account) { [self] outcome in
+        let lookup = worker.pool.connect(exchange.route, for: exchange.share) { [self] outcome in
             exchange.cancelLookup = nil
             connected(outcome, exchange)
             settle()
@@ -72,7 +72,7 @@ extension ProxyConnection: UpstreamDelegate {
         ProxyRules.writeUpstreamHead(
             exchange.head, target: exchange.target, upstream: exchange.route.settings.upstream, token: exchange.sentToken,
             placement: exchange.route.settings.tokenIn,
-            cookieApplies: proxy.provider.cookieManager.applies(toPath:), framing: framing, into: &request)
+            cookieApplies: worker.tokenView(for: exchange.route).cookieApplies(toPath:), framing: framing, into: &request)
         connection.send(request)
         if attach.sendKept { send(exchange.body, to: connection, framing: framing) }
         // A streamed body's bytes are gone once sent; a kept one stays for a replay.
@@ -83,7 +83,7 @@ extension ProxyConnection: UpstreamDelegate {
         if attach.endChunked { connection.send(ByteBuffer(staticString: "0\r\n\r\n")) }
         // The timer before the flush: a write that fails in it closes the connection at once, and
         // what that close ends (an answer, a retry) stops or moves the timer, which must be there.
-        exchange.sentAt = EpollLoop.now
+        exchange.sentAt = loop.time
         armStallTimer(exchange)
         connection.flush()
     }
@@ -106,7 +106,7 @@ extension ProxyConnection: UpstreamDelegate {
                 sendHead(head, framing, clientFraming, keepAlive: keepAlive)
             }
             stopStallTimer()
-            exchange.route.upstreamTimer.recordNanoseconds(Int64(EpollLoop.now &- exchange.sentAt))
+            exchange.route.upstreamTimer.recordNanoseconds(Int64(loop.time &- exchange.sentAt))
             if challenge {
                 proxy.board.challenges.add(1, ordering: .relaxed)
                 proxy.metrics.countProxyEvent(provider: proxy.providerName, "challenge")

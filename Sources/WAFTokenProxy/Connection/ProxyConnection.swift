@@ -145,7 +145,7 @@ final class ProxyConnection: LoopSocketDelegate {
         let replayLimit = route.settings.replayBufferBytes
         let exchange = ProxyExchange(
             route: route, head: head, target: target, framing: framing,
-            holding: MemoryBudget.Holding(proxy.budget, uid: connection.peer?.uid ?? .max))
+            holding: MemoryBudget.Holding(proxy.budget, share: buffered.share))
         let begin = machine.requestBegan(
             exchange, framing: framing, streams: ProxyRules.bodyPlan(framing, replayBufferBytes: replayLimit) == .stream, keepAlive: head.keepAlive,
             upgrade: head.contains("upgrade"), expectsContinue: framing != .none && head.lists("expect", "100-continue"), replayLimit: replayLimit,

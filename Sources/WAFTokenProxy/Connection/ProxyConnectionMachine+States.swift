@@ -86,13 +86,15 @@ extension ProxyConnectionMachine {
         case connecting(Sendings)
         /// On `upstream` (all of it, or its head and the body so far); no answer yet.
         case sent(Upstream, Sendings)
-        /// A challenge's answer arrives, held.
-        case holding(Upstream, Sendings, HeldAnswer)
+        /// A challenge's answer arrives, held. (The three cases with a held answer are boxed:
+        /// the step, and the exchange around it, is copied at every event, and a held answer
+        /// would make each copy of the common steps several times larger.)
+        indirect case holding(Upstream, Sendings, HeldAnswer)
         /// A challenge's whole answer is held, its connection let go: passed on, replayed, or a
         /// refresh first.
-        case challenged(HeldAnswer, Sendings)
+        indirect case challenged(HeldAnswer, Sendings)
         /// Waiting for the new token a challenge asked for.
-        case refreshing(HeldAnswer, Sendings)
+        indirect case refreshing(HeldAnswer, Sendings)
         /// The upstream's answer goes to the client as it arrives. `keeps`: the connection carries
         /// another request after it, decided as its head went so that the head says what follows.
         case answering(Upstream, keeps: Bool)

@@ -39,7 +39,7 @@ final class ProxyExchange {
     }
 
     /// Whose bytes these are, for the budget.
-    var account: MemoryBudget.Account { holding.account }
+    var share: MemoryBudget.Share { holding.share }
 
     /// The request is over: its bytes and their share of the memory budget given back now, not
     /// when the last callback that names it (a token wait, a connect, a refresh) lets it go. (Its

@@ -2,6 +2,7 @@ import NIOCore
 import Synchronization
 import WAFDaemonTransport
 import WAFProxyLoop
+import WAFTokenCore
 
 #if canImport(Glibc)
 import Glibc
@@ -20,6 +21,21 @@ final class ProxyWorker {
     private var stopDeadline: UInt64?
     /// Connections open on every loop of the proxy, which its stop waits for.
     private let open: OpenConnections
+    /// What this loop's requests take from the provider's snapshot, and for which route and
+    /// publication: read again only when either changed.
+    private var tokenView: (route: ProxyRoute, publication: UInt64, view: TokenView)?
+
+    /// The token a route's requests carry, and where its cookie goes.
+    struct TokenView {
+        let token: String?
+        let setTokenCookie: Bool
+        let cookiePath: String
+
+        /// COOK-1, COOK-2: as the provider's cookie manager says, from the same snapshot.
+        func cookieApplies(toPath path: String) -> Bool {
+            setTokenCookie && WAFCookie.pathMatches(requestPath: path, cookiePath: cookiePath)
+        }
+    }
 
     init(loop: EpollLoop, proxy: ProxyContext, peers: PeerSource, open: OpenConnections) {
         self.loop = loop
@@ -27,6 +43,19 @@ final class ProxyWorker {
         self.peers = peers
         self.open = open
         pool = UpstreamPool(on: loop, budget: proxy.budget, resolver: proxy.resolver, connector: proxy.connector)
+    }
+
+    /// The route's token and cookie rule, derived once per publication of the provider's
+    /// snapshot rather than per request (a lock and a copy of the whole snapshot, each time).
+    func tokenView(for route: ProxyRoute) -> TokenView {
+        let publication = proxy.provider.publications
+        if let cached = tokenView, cached.route === route, cached.publication == publication { return cached.view }
+        let published = proxy.provider.published(for: route.settings.identity)
+        let view = TokenView(
+            token: published.token?.value, setTokenCookie: published.configuration.setTokenCookie,
+            cookiePath: published.configuration.tokenCookiePath)
+        tokenView = (route, published.publication, view)
+        return view
     }
 
     /// Takes connections from the listening socket (this loop's own descriptor of it).

@@ -22,6 +22,8 @@ final class UpstreamPool {
 
     private unowned let loop: EpollLoop
     private let budget: MemoryBudget
+    /// The idle connections' share, kept rather than looked up per request.
+    private let poolShare: MemoryBudget.Share
     private let resolver: UpstreamResolver
     private let connector: Connector?
     private var idle: LoopStreamPool
@@ -33,34 +35,35 @@ final class UpstreamPool {
     init(on loop: EpollLoop, budget: MemoryBudget, resolver: UpstreamResolver, connector: Connector? = nil) {
         self.loop = loop
         self.budget = budget
+        poolShare = budget.share(.pool)
         self.resolver = resolver
         self.connector = connector
         idle = LoopStreamPool(idleTimeout: Self.idleTimeout, maximumIdle: Self.maximumIdle, on: loop)
     }
 
     /// The idle connection most recently given back for `route`'s generation, charged to
-    /// `account` from now on; nil when there is none, or `account` cannot take it (it stays).
-    func takeIdle(for route: ProxyRoute, account: MemoryBudget.Account) -> ProxyUpstream? {
+    /// `share` from now on; nil when there is none, or `share` cannot take it (it stays).
+    func takeIdle(for route: ProxyRoute, share: MemoryBudget.Share) -> ProxyUpstream? {
         if route.generation > generation {
             idle.closeAll()
             generation = route.generation
         }
         guard route.generation == generation, let (stream, attachment) = idle.take() else { return nil }
-        guard let charge = attachment as? MemoryBudget.Holding, charge.move(to: account) else {
+        guard let charge = attachment as? MemoryBudget.Holding, charge.move(to: share) else {
             idle.release(stream, attachment: attachment)
             return nil
         }
         return ProxyUpstream(stream, generation: route.generation, reused: true, charge: charge, reservation: charge.bytes)
     }
 
-    /// A new connection for `route`, its share charged to `account`, under way; on a name's lookup,
+    /// A new connection for `route`, charged to `share`, under way; on a name's lookup,
     /// later. `done` runs once, on the loop: before `connect` returns when no lookup is needed.
     /// Returned: the lookup's number, for `cancelLookup` when the request goes first (nil: no
     /// lookup waits).
     @discardableResult
-    func connect(_ route: ProxyRoute, for account: MemoryBudget.Account, _ done: @escaping (Outcome) -> Void) -> UInt64? {
+    func connect(_ route: ProxyRoute, for share: MemoryBudget.Share, _ done: @escaping (Outcome) -> Void) -> UInt64? {
         let reservation = ProxyUpstream.reservation(tls: route.tls != nil)
-        let charge = MemoryBudget.Holding(budget, account: account)
+        let charge = MemoryBudget.Holding(budget, share: share)
         guard charge.grow(by: reservation) else {
             done(.overBudget)
             return nil
@@ -109,7 +112,7 @@ final class UpstreamPool {
     /// answer of the pool's generation, and the pool's share of the budget takes it; closed otherwise.
     func release(_ upstream: ProxyUpstream) {
         upstream.delegate = nil
-        guard upstream.reusable, upstream.generation == generation, upstream.charge.move(to: .pool) else { return upstream.close() }
+        guard upstream.reusable, upstream.generation == generation, upstream.charge.move(to: poolShare) else { return upstream.close() }
         idle.release(upstream.stream, attachment: upstream.charge)
     }
 

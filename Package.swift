@@ -244,9 +244,9 @@ let package = Package(
         // Thin executables.
         .executableTarget(
             name: "waf-tokend",
-            dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", logging],
+            dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", "WAFVersion", logging],
             swiftSettings: strict),
-        .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl"], swiftSettings: strict),
+        .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl", "WAFVersion"], swiftSettings: strict),
         .executableTarget(
             name: "waf-token-service",
             dependencies: ["WAFLocalTokenService", "WAFChallenge", "WAFVersion", .product(name: "ArgumentParser", package: "swift-argument-parser")],

@@ -124,6 +124,24 @@ public final class WAFTokenDaemonClient: Sendable {
         }
     }
 
+    /// `getToken()` (nil: none cached), or `tokenReady(wait:)` with a wait, with the system's calls
+    /// on the calling thread instead of an event loop: for a command that asks once and exits.
+    public func tokenWithoutEventLoop(wait: Duration?) throws(WAFTokenClientError) -> WAFDaemonToken? {
+        let path = selected(wait.map { "/v1/token?wait=\($0.seconds)" } ?? "/v1/token")
+        let (status, body) = try BlockingExchange.get(
+            path, socketPath: socketPath, accept: "application/json", timeout: wait.map { $0 + .seconds(5) } ?? .seconds(60))
+        do {
+            try Self.check(status, body)
+        } catch .noToken(error: "noToken", _) where wait == nil {
+            return nil
+        }
+        do {
+            return try JSONDecoder().decode(WAFDaemonToken.self, from: Data(body))
+        } catch {
+            throw .badResponse("a token answer that is not a token: \(error)")
+        }
+    }
+
     /// "This token was refused": a new one now (the daemon's `POST /v1/refresh`).
     public func refresh(wait: Duration = .seconds(30)) async throws(WAFTokenClientError) -> WAFDaemonToken {
         try await token(at: selected("/v1/refresh?wait=\(wait.seconds)"), method: .POST, timeout: wait + .seconds(5))

@@ -4,6 +4,11 @@ import WAFLocalTokenService
 import WAFServiceManager
 import WAFSystemd
 import WAFTokenDaemon
+import WAFVersion
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 #if canImport(FoundationEssentials)
 import FoundationEssentials
@@ -17,6 +22,12 @@ enum WAFTokendMain {
     /// enqueues its body first): every task runs on NIO's loops, not on libdispatch's pool, whose
     /// monitor would wake the daemon once a second for ever (docs/performance.md, "At rest").
     static func main() {
+        // Before the runtime's executors and the logging system: a package manager, a script or a
+        // support request asks this, and it costs the runtime's start alone.
+        if CommandLine.arguments.dropFirst().elementsEqual(["--version"]) {
+            print(WAFTokendVersion.current)
+            exit(0)
+        }
         EventLoopExecutors.main {
             // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.
             let journal = JournalLogHandler.isStandardErrorJournal(environment: ProcessInfo.processInfo.environment)

@@ -244,7 +244,9 @@ let package = Package(
         // Thin executables.
         .executableTarget(
             name: "waf-tokend",
-            dependencies: ["WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", "WAFVersion", logging],
+            dependencies: [
+                "WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", "WAFVersion", logging,
+            ],
             swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl", "WAFVersion"], swiftSettings: strict),
         .executableTarget(
@@ -319,7 +321,8 @@ let package = Package(
         .testTarget(
             name: "WAFHTTPWireTests", dependencies: ["WAFTestTraits", "WAFHTTPWire"] + nio, swiftSettings: strict),
         .testTarget(
-            name: "WAFProxyLoopTests", dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "WAFProxyLoopTestKit", "CEpoll", "CLibSSL"] + nio,
+            name: "WAFProxyLoopTests",
+            dependencies: ["WAFTestTraits", "WAFTestSupport", "WAFProxyLoop", "WAFProxyLoopTestKit", "CEpoll", "CLibSSL"] + nio,
             swiftSettings: strict),
         .testTarget(
             name: "WAFDaemonTransportTests", dependencies: ["WAFTestTraits", "WAFDaemonTransport", logging] + nio, swiftSettings: strict),
@@ -386,7 +389,10 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenCtlTests",
-            dependencies: ["WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service"],
+            dependencies: [
+                "WAFTestTraits", "WAFTokenCtl", "WAFTestSupport", "waf-tokend", "waf-tokenctl", "waf-token-service",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ],
             swiftSettings: strict),
         .testTarget(name: "WAFTestTraitsTests", dependencies: ["WAFTestTraits"], swiftSettings: strict),
         .testTarget(

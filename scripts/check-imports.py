@@ -55,7 +55,8 @@ LAYERS = [
      "WAFEventLoopExecutor", "WAFProxyLoop"},
     # What the features share: the solver, the configuration, the registry of running providers,
     # storage, the client.
-    {"WAFChallenge", "WAFDaemonConfiguration", "WAFProviderRegistry", "WAFTokenStorage", "WAFDaemonClient", "WAFTokenCoreTestKit"},
+    {"WAFChallenge", "WAFDaemonConfiguration", "WAFProviderRegistry", "WAFTokenStorage", "WAFDaemonClient", "WAFTokenCoreTestKit",
+     "WAFProxyLoopTestKit"},
     # The features, none of which knows another.
     {"WAFSocketAPI", "WAFTokenProxy", "WAFTokenCanary", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFTokenCtl"},
     # The composition root, and the plug-ins that implement layer 1's contracts (WAFSystemd); the

@@ -14,10 +14,12 @@ enum TLSUpstream {
         openssl(directory, ["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=fuzz CA"])
         openssl(directory, ["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
         try! "subjectAltName=DNS:localhost\n".write(to: directory.appendingPathComponent("san.ext"), atomically: true, encoding: .utf8)
-        openssl(directory, [
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2",
-            "-extfile", "san.ext",
-        ])
+        openssl(
+            directory,
+            [
+                "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.pem", "-days", "2",
+                "-extfile", "san.ext",
+            ])
         let server = TLSServerContext(
             certificateChain: directory.appendingPathComponent("server.pem").path, key: directory.appendingPathComponent("server.key").path)!
         let client = try! TLSClientContext(caFile: directory.appendingPathComponent("ca.pem").path)

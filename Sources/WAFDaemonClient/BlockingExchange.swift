@@ -19,17 +19,24 @@ public enum BlockingExchange {
         let bytes = Array(socketPath.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw .unreachable("\(socketPath): the path is too long") }
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes) }
+        // One deadline for the whole exchange. The connect too waits (for room in a daemon's full
+        // backlog, as when it stops accepting at its descriptor limit): SO_SNDTIMEO bounds it.
+        let deadline = now() + UInt64(max(0, timeout.nanoseconds))
+        var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         let connected = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard connected == 0 else { throw .unreachable("connect to \(socketPath): \(String(cString: strerror(errno)))") }
-        var limit = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(descriptor, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        guard connected == 0 else {
+            if errno == EAGAIN || errno == EINPROGRESS { throw .timedOut("the daemon did not take the connection within \(timeout)") }
+            throw .unreachable("connect to \(socketPath): \(String(cString: strerror(errno)))")
+        }
         let request = Array("GET \(path) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nAccept: \(accept)\r\n\r\n".utf8)
         var sent = 0
         while sent < request.count {
-            let count = request[sent...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard try ready(descriptor, for: Int16(POLLOUT), by: deadline, timeout) else { break }
+            let count = request[sent...].withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL | MSG_DONTWAIT)) }
+            if count < 0, errno == EINTR || errno == EAGAIN { continue }
             // The daemon may answer and close before all of it is written: the answer counts.
             guard count > 0 else { break }
             sent += count
@@ -37,18 +44,41 @@ public enum BlockingExchange {
         var answer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 * 1024)
         while true {
-            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            // A daemon that drips its answer a byte at a time is bound by the deadline too.
+            guard try ready(descriptor, for: Int16(POLLIN), by: deadline, timeout) else {
+                throw .timedOut("the daemon did not answer within \(timeout)")
+            }
+            let count = chunk.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count > 0 {
                 answer += chunk[..<count]
                 guard answer.count <= DaemonConnection.maximumBody + 64 * 1024 else { throw .badResponse("an answer over 1 MiB") }
                 continue
             }
             if count == 0 { break }
-            if errno == EINTR { continue }
-            if errno == EAGAIN || errno == EWOULDBLOCK { throw .timedOut("the daemon did not answer within \(timeout)") }
+            if errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK { continue }
             throw .unreachable("read from \(socketPath): \(String(cString: strerror(errno)))")
         }
         return try parse(answer)
+    }
+
+    /// Whether `descriptor` is ready for `events` before `deadline` (false: the time is up).
+    private static func ready(_ descriptor: Int32, for events: Int16, by deadline: UInt64, _ timeout: Duration) throws(WAFTokenClientError) -> Bool {
+        while true {
+            let current = now()
+            guard current < deadline else { return false }
+            var entry = pollfd(fd: descriptor, events: events, revents: 0)
+            let milliseconds = Int32(clamping: (deadline - current + 999_999) / 1_000_000)
+            let count = poll(&entry, 1, milliseconds)
+            if count > 0 { return true }
+            if count == 0 { continue }
+            guard errno == EINTR else { throw .unreachable("poll: \(String(cString: strerror(errno)))") }
+        }
+    }
+
+    private static func now() -> UInt64 {
+        var time = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &time)
+        return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
     /// The status and body of a whole answer (`Content-Length`, or up to the end).

@@ -1,5 +1,8 @@
 import WAFTokenCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -87,7 +90,7 @@ public struct Egress: Sendable, Hashable, CustomStringConvertible {
         case .success(.direct), .failure:
             return .failure(
                 EgressProblem(
-                    "\(name) is \(value.debugDescription), which the daemon cannot use: it takes an http:// forward proxy with no credentials in it (they go in egress.proxyCredentialsFile); set egress.proxy to choose"
+                    "\(name) is \(WAFConfigurationIssue.withoutCredentials(text).debugDescription), which the daemon cannot use: it takes an http:// forward proxy with no credentials in it (they go in egress.proxyCredentialsFile); set egress.proxy to choose"
                 ))
         case .success(let route):
             return .success(Egress(route, source: name))
@@ -104,37 +107,58 @@ public struct EgressProblem: Error, Sendable, Equatable, CustomStringConvertible
     }
 }
 
-/// `no_proxy`'s list as curl reads it: `*` for every host; a name, which covers itself and the
-/// names below it (a leading `.` or `*.` the same); an IPv4 address or a CIDR block; an IPv6
-/// address. A port after an entry is ignored.
+/// `no_proxy`'s list as curl (7.86 and later) reads it: `*` alone for every host; entries split at
+/// commas and spaces; a name covers itself and the names below it (a leading `.` or `*.` the same,
+/// a trailing `.` ignored on both sides); an address, IPv4 or IPv6, only itself or, with `/bits`,
+/// its block, never as a suffix. A port after an entry is ignored.
 struct NoProxy {
     let entries: [String]
+    let everything: Bool
 
     init(_ text: String) {
-        entries = text.split(separator: ",").map { String($0.filter { !$0.isWhitespace }).lowercased() }.filter { !$0.isEmpty }
+        everything = text.trimmingWhitespace == "*"
+        entries = text.split(whereSeparator: { $0 == "," || $0.isWhitespace }).map { $0.lowercased() }
     }
 
     func covers(_ host: String) -> Bool {
-        entries.contains { entry in
-            if entry == "*" { return true }
+        if everything { return true }
+        let host = host.hasSuffix(".") ? String(host.dropLast()) : host
+        let hostIsAddress = WAFHost.isIPLiteral(host)
+        return entries.contains { entry in
             var name = entry.hasPrefix("*.") ? String(entry.dropFirst(2)) : entry.hasPrefix(".") ? String(entry.dropFirst()) : entry
-            if name.hasPrefix("[") { name = String(name.dropFirst().prefix { $0 != "]" }) }
-            if let slash = name.firstIndex(of: "/") { return Self.inBlock(host, String(name[..<slash]), Int(name[name.index(after: slash)...])) }
-            if !name.contains("::"), name.filter({ $0 == ":" }).count == 1, let colon = name.firstIndex(of: ":") { name = String(name[..<colon]) }
-            return host == name || (!WAFHost.isIPLiteral(name) && host.hasSuffix("." + name))
+            if name.hasPrefix("[") {
+                // [v6] or [v6]:port
+                name = String(name.dropFirst().prefix { $0 != "]" })
+            } else if !name.contains("::"), name.filter({ $0 == ":" }).count == 1, let colon = name.firstIndex(of: ":") {
+                name = String(name[..<colon])
+            }
+            if name.hasSuffix(".") { name = String(name.dropLast()) }
+            if let slash = name.firstIndex(of: "/") {
+                return hostIsAddress && Self.inBlock(host, String(name[..<slash]), Int(name[name.index(after: slash)...]))
+            }
+            if hostIsAddress { return Self.address(host) != nil && Self.address(host) == Self.address(name) }
+            return !name.isEmpty && (host == name || (!WAFHost.isIPLiteral(name) && host.hasSuffix("." + name)))
         }
     }
 
-    /// Whether IPv4 `host` is in `network`/`bits`.
+    /// Whether address `host` is in `network`/`bits`, both of one family.
     private static func inBlock(_ host: String, _ network: String, _ bits: Int?) -> Bool {
-        guard let bits, (0...32).contains(bits), let address = ipv4(host), let base = ipv4(network) else { return false }
-        let mask: UInt32 = bits == 0 ? 0 : ~UInt32(0) << (32 - bits)
-        return address & mask == base & mask
+        guard let bits, let bytes = address(host), let base = address(network), bytes.count == base.count, (0...bytes.count * 8).contains(bits)
+        else { return false }
+        for index in bytes.indices {
+            let kept = max(0, min(8, bits - index * 8))
+            let mask: UInt8 = kept == 0 ? 0 : ~UInt8(0) << (8 - kept)
+            if bytes[index] & mask != base[index] & mask { return false }
+        }
+        return true
     }
 
-    private static func ipv4(_ text: String) -> UInt32? {
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false).compactMap { UInt8($0) }
-        guard parts.count == 4, text.split(separator: ".").count == 4 else { return nil }
-        return parts.reduce(0) { $0 << 8 | UInt32($1) }
+    /// An address's bytes: 4 for IPv4, 16 for IPv6; nil for a name.
+    private static func address(_ text: String) -> [UInt8]? {
+        var v4 = in_addr()
+        if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { Array($0) } }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, text, &v6) == 1 { return withUnsafeBytes(of: v6) { Array($0) } }
+        return nil
     }
 }

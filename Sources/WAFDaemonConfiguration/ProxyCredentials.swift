@@ -6,11 +6,11 @@ import Glibc
 /// first line. A password others may read is refused, as ssh refuses such a key: at
 /// `--check-config` and at start, before any request would send it.
 public enum ProxyCredentials {
+    /// What a configuration issue says is allowed.
+    public static let allowed = "a regular file of mode 0600 or stricter, owned by root or the daemon's user, user:password on its first line"
+
     /// The file's `user:password`, or why it cannot be used: words that follow the path in a
     /// configuration issue (and never hold the file's content).
-    /// What a configuration issue says is allowed.
-    public static let allowed = "a regular file of mode 0600 or stricter, user:password on its first line"
-
     public static func read(_ path: String) -> Result<String, EgressProblem> {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return .failure(EgressProblem("cannot be read: \(String(cString: strerror(errno)))")) }
@@ -22,6 +22,11 @@ public enum ProxyCredentials {
         guard info.st_mode & 0o077 == 0 else {
             return .failure(
                 EgressProblem("has mode 0\(String(info.st_mode & 0o777, radix: 8)), and it holds a password: 0600 or stricter"))
+        }
+        // Another user's file of mode 0600 is theirs to rewrite: they would choose the proxy's
+        // password the daemon sends (ssh refuses such a key for the same reason).
+        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+            return .failure(EgressProblem("is owned by uid \(info.st_uid), neither root nor the daemon's user (uid \(geteuid()))"))
         }
         var bytes = [UInt8](repeating: 0, count: 4096)
         let count = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress, $0.count) }

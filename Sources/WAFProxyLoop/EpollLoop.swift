@@ -184,7 +184,11 @@ public final class EpollLoop: @unchecked Sendable {
         var expirations: UInt64 = 0
         _ = read(timerDescriptor, &expirations, 8)
         armedFor = .max
-        let now = Self.now
+        // The turn's clock moves to now: a timeout that compares its end with `time` must see the
+        // time its timer fired at, or one whose end fell inside the turn sleeps again until an end
+        // already past, pops at once, and the loop never leaves this function.
+        turnBegan = Self.now
+        let now = turnBegan
         while let next = timers.first, next.deadline <= now {
             timers.removeFirst()
             if let body = timerBodies.removeValue(forKey: next.id) {

@@ -273,7 +273,7 @@ public final class LoopStream: LoopSocketDelegate {
     private func tryNext(_ untried: [SocketAddress], _ written: [ByteBuffer], _ timer: EpollLoop.Timer) -> Bool {
         var untried = untried[...]
         while let next = untried.popFirst() {
-            guard let (socket, tls) = try? Self.open(next, tls: tlsSetup, on: loop) else { continue }
+            guard let (socket, tls) = try? Self.open(next, tls: tunnel == nil ? tlsSetup : nil, on: loop) else { continue }
             // The owner's backpressure carries over to the new socket.
             socket.reading = self.socket.reading
             self.socket = socket

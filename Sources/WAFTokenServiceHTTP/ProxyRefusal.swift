@@ -57,7 +57,7 @@ enum ProxyRefusal {
     /// The status the proxy answers a `CONNECT` to `target` with, or nil (no answer in time).
     static func status(of proxy: HTTPClient.Configuration.Proxy, target: String, within limit: Duration) async -> Int? {
         await withTaskGroup(of: Int??.self) { group in
-            group.addTask { .some(try? await ask(proxy, target: target)) }
+            group.addTask { .some(try? await ask(proxy, target: target, within: limit)) }
             group.addTask {
                 try? await Task.sleep(for: limit)
                 return .none
@@ -68,8 +68,12 @@ enum ProxyRefusal {
         }
     }
 
-    private static func ask(_ proxy: HTTPClient.Configuration.Proxy, target: String) async throws -> Int? {
-        let channel = try await ClientBootstrap(group: HTTPClient.defaultEventLoopGroup).connect(host: proxy.host, port: proxy.port) {
+    private static func ask(_ proxy: HTTPClient.Configuration.Proxy, target: String, within limit: Duration) async throws -> Int? {
+        // A connect does not heed the task's cancellation: its own time-out keeps the failed
+        // fetch's report within the fetch's time-out.
+        let bootstrap = ClientBootstrap(group: HTTPClient.defaultEventLoopGroup).connectTimeout(
+            .nanoseconds(Int64(clamping: limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)))
+        let channel = try await bootstrap.connect(host: proxy.host, port: proxy.port) {
             channel in
             channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }
         }

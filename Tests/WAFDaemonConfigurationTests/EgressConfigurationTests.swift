@@ -64,6 +64,11 @@ struct EgressConfigurationTests {
             ("example.com", "api.example.com", true), (".example.com", "api.example.com", true), ("*.example.com", "example.com", true),
             ("example.com", "badexample.com", false), ("*", "anything.org", true), ("10.0.0.0/8", "10.1.2.3", true),
             ("10.0.0.0/8", "11.1.2.3", false), ("127.0.0.1:8080", "127.0.0.1", true), ("[::1]", "::1", true), ("", "api.example.com", false),
+            // As curl: `*` only alone; an address never matches as a name's suffix; spaces separate;
+            // a trailing dot is the same name; IPv6 blocks.
+            ("foo.org,*", "anything.org", false), ("2.3", "10.1.2.3", false), ("a.org b.org", "x.b.org", true),
+            ("example.com", "api.example.com.", true), ("example.com.", "api.example.com", true), ("fd00::/8", "fd00::5", true),
+            ("fd00::/8", "fe80::1", false), ("[::1]:443", "::1", true),
         ] {
             let said = route("https://\(host.contains(":") ? "[\(host)]" : host)/", ["HTTPS_PROXY": "http://p:3128", "no_proxy": list])
             #expect(said.hasPrefix("direct") == direct, "no_proxy \(list.debugDescription) and \(host): \(said)")
@@ -75,6 +80,16 @@ struct EgressConfigurationTests {
     func EGRESS3_refusedAtLoad() throws {
         let refused = problems(try load(env: ["HTTPS_PROXY": "socks5://proxy:1080"]))
         #expect(refused.count == 1 && refused[0].hasPrefix("egress.proxy: is unset, and for the token service: HTTPS_PROXY is"), "\(refused)")
+        // curl's usual way to give a proxy its password, in the environment or the key: refused,
+        // and the password in no line of the refusal (stderr, the journal, a refused reload's log).
+        for (cli, env) in [
+            ([:], ["https_proxy": "http://alice:s3cret@proxy:3128"]), ([:], ["HTTPS_PROXY": "alice:s3cret@proxy:3128"]),
+            (["egress.proxy": "http://alice:s3cret@proxy:3128"], [:]),
+        ] {
+            let said = problems(try load(cli, env: env))
+            #expect(said.count == 1 && said[0].contains("***@proxy:3128"), "\(said)")
+            #expect(!said.joined().contains("s3cret") && !said.joined().contains("alice"), "\(said)")
+        }
 
         let directory = try scratchDirectory("waf-egress")
         let file = directory.appendingPathComponent("credentials").path
@@ -86,6 +101,13 @@ struct EgressConfigurationTests {
         chmod(file, 0o600)
         #expect(problems(try load(["egress.proxy": "http://proxy:3128", "egress.proxyCredentialsFile": file])).isEmpty)
         #expect(ProxyCredentials.read(file) == .success("alice:s3cret"))
+        if geteuid() == 0 {
+            // Another user's file, however strict its mode, is theirs to rewrite.
+            chown(file, 65534, 65534)
+            let theirs = problems(try load(["egress.proxy": "http://proxy:3128", "egress.proxyCredentialsFile": file]))
+            #expect(theirs.count == 1 && theirs[0].contains("is owned by uid 65534, neither root nor the daemon's user"), "\(theirs)")
+            chown(file, 0, 0)
+        }
         try "no colon here\n".write(toFile: file, atomically: true, encoding: .utf8)
         chmod(file, 0o600)
         #expect(problems(try load(["egress.proxyCredentialsFile": file])).first?.contains("does not hold user:password") == true)

@@ -142,6 +142,33 @@ struct EpollLoopTests {
         }
     }
 
+    @Test("A timeout whose end falls inside the turn that fires its timer expires in that turn, and the turn ends")
+    func timeoutEndingInsideATurn() throws {
+        let expired = Mutex(false)
+        let done = DispatchSemaphore(value: 0)
+        startThread {
+            guard let loop = try? EpollLoop() else { return }
+            loop.runPending()
+            let timeout = LoopTimeout(on: loop) { expired.withLock { $0 = true } }
+            // Its timer fires 1 ms from now.
+            timeout.move(in: 1_000_000)
+            let moved = OnLoop(value: timeout)
+            // Handed in before the timer fires, so that one turn runs it, then fires the timer:
+            // the end moves to 1 ms into that turn (later: no new timer), and the work outlasts it.
+            loop.execute {
+                moved.value.move(in: 1_000_000)
+                let start = EpollLoop.now
+                while EpollLoop.now < start + 3_000_000 {}
+            }
+            usleep(3000)
+            loop.runPending()
+            withExtendedLifetime(timeout) {}
+            done.signal()
+        }
+        #expect(done.wait(timeout: .now() + 5) == .success, "the turn ended within 5 s: the loop spun on the timeout")
+        #expect(expired.withLock { $0 }, "the timeout expired in that turn")
+    }
+
     @Test("The timer heap gives deadlines back in order under random inserts and removals")
     func timerHeap() {
         var heap = TimerHeap()

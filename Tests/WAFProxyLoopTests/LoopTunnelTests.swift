@@ -83,4 +83,26 @@ struct LoopTunnelTests {
             #expect(try onLoop(loop) { heard.value.allSatisfy { !$0.contains("secret") } })
         }
     }
+
+    @Test("EGRESS2: a proxy named by several addresses: after one refuses, the next gets CONNECT first, and TLS only inside the tunnel")
+    func EGRESS2_nextAddressTunnels() throws {
+        let heard = Heard()
+        let tls = OnLoop(value: (try TLSClientContext(caFile: nil), "api.example.com"))
+        try withRunningLoop { loop in
+            let recorder = StreamRecorder()
+            let server = Self.proxy(answering: "HTTP/1.1 200 Connection established\r\n\r\n", heard: heard)
+            try onLoop(loop) {
+                let port = try server.start(on: loop)
+                // The proxy listens on 127.0.0.1 only: ::1 refuses, as for a proxy named localhost.
+                let addresses = [try SocketAddress(ipAddress: "::1", port: port), try SocketAddress(ipAddress: "127.0.0.1", port: port)]
+                let tunnel = LoopStream.Tunnel(authority: "api.example.com:443", authorization: nil)
+                let stream = try LoopStream(to: addresses, tls: tls.value, tunnel: tunnel, timeout: 10_000_000_000, on: loop)
+                stream.delegate = recorder
+                recorder.stream = stream
+            }
+            #expect(try eventually(on: loop) { !heard.value.isEmpty }, "the second address heard something")
+            let first = try onLoop(loop) { heard.value.first ?? "" }
+            #expect(first.hasPrefix("CONNECT api.example.com:443 HTTP/1.1\r\n"), "the proxy heard \(first.debugDescription) first")
+        }
+    }
 }

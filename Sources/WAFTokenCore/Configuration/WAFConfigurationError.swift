@@ -8,9 +8,27 @@ public struct WAFConfigurationIssue: Error, Sendable, Hashable, CustomStringConv
 
     public init(key: String, value: String?, problem: String, allowed: String) {
         self.key = key
-        self.value = value
+        self.value = value.map(Self.withoutCredentials)
         self.problem = problem
         self.allowed = allowed
+    }
+
+    /// `text` with the user and password of every URL in it (`scheme://user:pass@host`) replaced
+    /// by `***`: a refused proxy URL, say from `https_proxy`, is named on stderr, in the journal
+    /// and in a refused reload's log line, where a password must never be (EGRESS-3).
+    public static func withoutCredentials(_ text: String) -> String {
+        var result = ""
+        var rest = Substring(text)
+        while let scheme = rest.firstRange(of: "://") {
+            result += rest[..<scheme.upperBound]
+            rest = rest[scheme.upperBound...]
+            let authority = rest.prefix { !"/?#\"\\ \t\n".contains($0) }
+            if let at = authority.lastIndex(of: "@") {
+                result += "***"
+                rest = rest[at...]
+            }
+        }
+        return result + rest
     }
 
     public var description: String {

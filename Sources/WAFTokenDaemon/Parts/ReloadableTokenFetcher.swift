@@ -39,9 +39,16 @@ final class ReloadableTokenFetcher: Sendable {
         ProviderTokenFetcher(name: name, shared: self)
     }
 
-    /// Provider `name`'s token service is reached by `route` from its next fetch on.
-    func route(_ name: String, _ route: OutboundRoute) {
-        state.withLockedValue { $0.routes[name] = route }
+    /// Provider `name`'s token service is reached by `route` from its next fetch on; true when
+    /// that changes the route it had.
+    @discardableResult
+    func route(_ name: String, _ route: OutboundRoute) -> Bool {
+        state.withLockedValue { $0.routes.updateValue(route, forKey: name).map { $0 != route } ?? false }
+    }
+
+    /// Provider `name` is gone (or was never put in force): its route with it.
+    func forget(_ name: String) {
+        _ = state.withLockedValue { $0.routes.removeValue(forKey: name) }
     }
 
     /// The metrics' `egress` label of provider `name`'s fetches.
@@ -52,7 +59,12 @@ final class ReloadableTokenFetcher: Sendable {
     func fetch(_ request: WAFTokenFetchRequest, of provider: String) async throws(SdkError) -> String {
         let picked = state.withLockedValue { state -> Result<HTTPTokenFetcher, SdkError> in
             guard !state.closed else { return .failure(.networkUnavailable("the daemon is stopping")) }
-            let proxy = state.routes[provider]?.proxy
+            // No route is no fetch, never a direct one: a token fetched from the host's own
+            // address and used through a proxy is what the WAF's reuse rules catch (EGRESS-1).
+            guard let route = state.routes[provider] else {
+                return .failure(.networkUnavailable("provider \(provider) has no egress in force"))
+            }
+            let proxy = route.proxy
             if let client = state.clients[proxy] {
                 state.inFlight += 1
                 return .success(client)

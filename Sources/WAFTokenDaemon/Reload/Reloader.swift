@@ -140,6 +140,8 @@ final class Reloader: Sendable {
         var proxies: [(controller: ProxyController, change: ProxyController.Change)] = []
         do throws(DaemonFailure) {
             for provider in plan.added {
+                // Its first fetch starts as it is made: through its egress, never around it.
+                if let route = routes[provider.name] { parts.fetcher.route(provider.name, route) }
                 let made = try factory.make(provider, daemon: new, socket: socket.policy, lifecycle: lifecycle)
                 added.append(made)
                 let change = try await ProxyControllers.prepare(made.proxy, provider, new, socket: socket, logger: logger)
@@ -167,6 +169,7 @@ final class Reloader: Sendable {
         for (controller, change) in proxies { await controller.discard(change) }
         let factory = ProviderFactory(parts: parts)
         for (entry, proxy) in added {
+            parts.fetcher.forget(entry.name)
             parts.hooks.remove(entry.name)
             parts.canaries.remove(entry.name)
             await factory.retire(entry, proxy: proxy)
@@ -183,7 +186,11 @@ final class Reloader: Sendable {
     private func commit(_ prepared: Prepared) async {
         let plan = prepared.plan, new = plan.new
         if let fetcher = prepared.fetcher { parts.fetcher.replace(settings: TokenFetcherSettings(new), direct: fetcher) }
-        for (name, route) in prepared.routes { parts.fetcher.route(name, route) }
+        // A provider whose egress changes fetches a token through the new one at once: its token
+        // came from the old egress's address, which the WAF's reuse rules would see beside the
+        // new one for as long as it lived (EGRESS-1).
+        var rerouted: [String] = []
+        for (name, route) in prepared.routes where parts.fetcher.route(name, route) { rerouted.append(name) }
         if !plan.deferredKeys.isEmpty { logger.warning("\(plan.deferredKeys.joined(separator: ", ")) take effect at the next start") }
         LogLevelControl.process.level = new[Keys.logLevel]
         // 0. A provider whose identity changes tells no one of tokens until its new settings
@@ -223,8 +230,14 @@ final class Reloader: Sendable {
             // A token of the new identity fetched since step 2 found no hooks: they get it now.
             if old.identity != provider.identity, let token = entry.currentToken?.token.value { parts.hooks.tokenFetched(token, of: provider.name) }
         }
+        for name in rerouted {
+            guard let entry = parts.providers.named(name), plan.kept.contains(where: { $0.new.name == name }) else { continue }
+            logger.notice("egress changed: a new token is fetched through it", metadata: ["provider": "\(name)"])
+            _ = entry.provider.refreshToken { _, _ in }
+        }
         let factory = ProviderFactory(parts: parts)
         for name in plan.removed {
+            parts.fetcher.forget(name)
             guard let entry = parts.providers.remove(name) else { continue }
             await factory.retire(entry, proxy: parts.proxies.remove(name))
             parts.hooks.remove(name)

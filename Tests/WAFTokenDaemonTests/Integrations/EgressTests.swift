@@ -227,6 +227,41 @@ struct EgressTests {
         }
     }
 
+    @Test(
+        "EGRESS1: a reload that adds a provider and changes another's egress: the added one's first token and the other's next come through the new egress, at once"
+    )
+    func EGRESS1_reloadedEgress() async throws {
+        let squid = try await Squid()
+        defer { Task { await squid.stop() } }
+        let service = try ServiceProcess()
+        // Two web ACLs' worth of identity from one service: the same URL, two domains.
+        let provider = { (name: String, domain: String) in "  \(name):\n    applicationIntegrationUrl: \(service.url)\n    domainName: \(domain)\n" }
+        let daemon: DaemonProcess
+        do {
+            daemon = try await DaemonProcess.serving(service: nil, configFile: "egress:\n  proxy: direct\nproviders:\n" + provider("a", "127.0.0.1"))
+        } catch {
+            await service.stop()
+            throw error
+        }
+        do {
+            #expect(try await curl(daemon.socketPath, "/v1/token?wait=20&provider=a").code == 200)
+            try ("egress:\n  proxy: \(squid.url)\nproviders:\n" + provider("a", "127.0.0.1") + provider("b", "localhost")).write(
+                to: daemon.directory.appendingPathComponent("daemon.yaml"), atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            #expect(try await curl(daemon.socketPath, "/v1/token?wait=20&provider=b").code == 200)
+            let fetched = await eventually(for: .seconds(20)) {
+                ((try? await service.counters().calls) ?? []).filter { $0.endpoint == "verify" }.count >= 3
+            }
+            let verified = try await service.counters().calls.filter { $0.endpoint == "verify" }.map { $0.from ?? "?" }
+            #expect(fetched, "a's second token and b's first: \(verified)")
+            #expect(verified == ["127.0.0.1", "127.0.0.2", "127.0.0.2"], "a directly, then both through squid, none around it: \(verified)")
+        } catch {
+            Issue.record("\(error)")
+        }
+        await daemon.stop()
+        await service.stop()
+    }
+
     @Test("EGRESS3: a CONNECT squid refuses is a 502 egressRefused with its status; a token fetch's refused CONNECT, one sentence, retried")
     func EGRESS3_refused() async throws {
         let upstream = try await Self.upstream()

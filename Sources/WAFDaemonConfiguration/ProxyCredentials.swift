@@ -7,7 +7,8 @@ import Glibc
 /// `--check-config` and at start, before any request would send it.
 public enum ProxyCredentials {
     /// What a configuration issue says is allowed.
-    public static let allowed = "a regular file of mode 0600 or stricter, owned by root or the daemon's user, user:password on its first line"
+    public static let allowed =
+        "a regular file of mode 0600 or stricter, owned by root or the daemon's user (run as root: or a system account), user:password on its first line"
 
     /// The file's `user:password`, or why it cannot be used: words that follow the path in a
     /// configuration issue (and never hold the file's content).
@@ -24,8 +25,11 @@ public enum ProxyCredentials {
                 EgressProblem("has mode 0\(String(info.st_mode & 0o777, radix: 8)), and it holds a password: 0600 or stricter"))
         }
         // Another user's file of mode 0600 is theirs to rewrite: they would choose the proxy's
-        // password the daemon sends (ssh refuses such a key for the same reason).
-        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+        // password the daemon sends (ssh refuses such a key for the same reason). Run as root
+        // (`sudo waf-tokend --check-config` for the shipped unit, whose user owns the file), a
+        // system account's file is taken too: only root made those users.
+        let systemAccount = geteuid() == 0 && (1..<1000).contains(info.st_uid)
+        guard info.st_uid == 0 || info.st_uid == geteuid() || systemAccount else {
             return .failure(EgressProblem("is owned by uid \(info.st_uid), neither root nor the daemon's user (uid \(geteuid()))"))
         }
         var bytes = [UInt8](repeating: 0, count: 4096)

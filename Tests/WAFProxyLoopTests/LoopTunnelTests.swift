@@ -6,6 +6,10 @@ import WAFTestTraits
 
 @testable import WAFProxyLoop
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A stream through a forward proxy (EGRESS-1): `CONNECT`, the proxy's answer, then the upstream's
 /// bytes. The real proxy (squid) is in the daemon's tests; here, the answer's reading and a proxy
 /// on the loop that says what a test tells it to.
@@ -91,10 +95,24 @@ struct LoopTunnelTests {
         try withRunningLoop { loop in
             let recorder = StreamRecorder()
             let server = Self.proxy(answering: "HTTP/1.1 200 Connection established\r\n\r\n", heard: heard)
+            // A port bound and not listening refuses the connect (on every host, IPv6 or not),
+            // asynchronously: the stream's next-address path, not its constructor's, takes over.
+            let refusing = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            defer { close(refusing) }
+            var any = sockaddr_in()
+            any.sin_family = sa_family_t(AF_INET)
+            any.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &any) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(refusing, $0, length) == 0 && getsockname(refusing, $0, &length) == 0 }
+            }
+            try #require(bound, "a port that refuses: errno \(errno)")
+            let refusedPort = Int(UInt16(bigEndian: any.sin_port))
             try onLoop(loop) {
                 let port = try server.start(on: loop)
-                // The proxy listens on 127.0.0.1 only: ::1 refuses, as for a proxy named localhost.
-                let addresses = [try SocketAddress(ipAddress: "::1", port: port), try SocketAddress(ipAddress: "127.0.0.1", port: port)]
+                let addresses = [
+                    try SocketAddress(ipAddress: "127.0.0.1", port: refusedPort), try SocketAddress(ipAddress: "127.0.0.1", port: port),
+                ]
                 let tunnel = LoopStream.Tunnel(authority: "api.example.com:443", authorization: nil)
                 let stream = try LoopStream(to: addresses, tls: tls.value, tunnel: tunnel, timeout: 10_000_000_000, on: loop)
                 stream.delegate = recorder

@@ -73,7 +73,8 @@ struct ConfigurationTests {
             let issue = refusal(url: text)
             #expect(issue?.key == "applicationIntegrationUrl", "\(text)")
             #expect(issue?.problem == problem, "\(text)")
-            #expect(issue?.value == text.debugDescription)
+            // The value as given, but a password (CFG-9, EGRESS-3).
+            #expect(issue?.value == text.replacingOccurrences(of: "user:pw@", with: "***@").debugDescription)
         }
 
         let config = try WAFConfiguration(applicationIntegrationUrl: "https://h.example/a/b/", domainName: "example.com")

@@ -13,17 +13,28 @@ public struct WAFConfigurationIssue: Error, Sendable, Hashable, CustomStringConv
         self.allowed = allowed
     }
 
-    /// `text` with the user and password of every URL in it (`scheme://user:pass@host`) replaced
-    /// by `***`: a refused proxy URL, say from `https_proxy`, is named on stderr, in the journal
-    /// and in a refused reload's log line, where a password must never be (EGRESS-3).
+    /// `text` with the user and password of every URL in it (`scheme://user:pass@host`), and of a
+    /// value that begins with them (`user:pass@host`, as curl takes a proxy without a scheme),
+    /// replaced by `***`: a refused proxy URL, say from `https_proxy`, is named on stderr, in the
+    /// journal and in a refused reload's log line, where a password must never be (EGRESS-3).
     public static func withoutCredentials(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
+        // The authority ends at a path, query, fragment or space; a quote or backslash does not
+        // end it, for a password may hold one (rendered, `"` is `\"`).
+        func authority(_ from: Substring) -> Substring { from.prefix { !"/?#".contains($0) && !$0.isWhitespace } }
+        // `user:pass@` at the start, after an opening quote: a colon before the `@` tells it from
+        // an address.
+        let opening = rest.prefix { $0 == "\"" }
+        let start = authority(rest.dropFirst(opening.count))
+        if !start.contains("://"), let at = start.lastIndex(of: "@"), start[..<at].contains(":") {
+            result += opening + "***"
+            rest = rest[at...]
+        }
         while let scheme = rest.firstRange(of: "://") {
             result += rest[..<scheme.upperBound]
             rest = rest[scheme.upperBound...]
-            let authority = rest.prefix { !"/?#\"\\ \t\n".contains($0) }
-            if let at = authority.lastIndex(of: "@") {
+            if let at = authority(rest).lastIndex(of: "@") {
                 result += "***"
                 rest = rest[at...]
             }

@@ -40,10 +40,10 @@ final class ReloadableTokenFetcher: Sendable {
     }
 
     /// Provider `name`'s token service is reached by `route` from its next fetch on; true when
-    /// that changes the route it had.
+    /// that changes the address its requests leave from (a new password for the same proxy does not).
     @discardableResult
     func route(_ name: String, _ route: OutboundRoute) -> Bool {
-        state.withLockedValue { $0.routes.updateValue(route, forKey: name).map { $0 != route } ?? false }
+        state.withLockedValue { $0.routes.updateValue(route, forKey: name).map { $0.label != route.label } ?? false }
     }
 
     /// Provider `name` is gone (or was never put in force): its route with it.
@@ -57,7 +57,7 @@ final class ReloadableTokenFetcher: Sendable {
     }
 
     func fetch(_ request: WAFTokenFetchRequest, of provider: String) async throws(SdkError) -> String {
-        let picked = state.withLockedValue { state -> Result<HTTPTokenFetcher, SdkError> in
+        let picked = state.withLockedValue { state -> Result<(HTTPTokenFetcher, String), SdkError> in
             guard !state.closed else { return .failure(.networkUnavailable("the daemon is stopping")) }
             // No route is no fetch, never a direct one: a token fetched from the host's own
             // address and used through a proxy is what the WAF's reuse rules catch (EGRESS-1).
@@ -67,20 +67,27 @@ final class ReloadableTokenFetcher: Sendable {
             let proxy = route.proxy
             if let client = state.clients[proxy] {
                 state.inFlight += 1
-                return .success(client)
+                return .success((client, route.label))
             }
             do throws(DaemonFailure) {
                 let client = try makeClient(state.settings, proxy)
                 state.clients[proxy] = client
                 state.inFlight += 1
-                return .success(client)
+                return .success((client, route.label))
             } catch {
                 return .failure(.networkUnavailable(error.message))
             }
         }
-        let client = try picked.get()
+        let (client, egress) = try picked.get()
         defer { state.withLockedValue { $0.inFlight -= 1 } }
-        return try await client.fetchToken(request)
+        let token = try await client.fetchToken(request)
+        // A reload changed the egress while this fetch was out: its token is from the old
+        // address, and the refresh the reload asked for joined this fetch. Failed, it is retried
+        // through the new egress.
+        guard state.withLockedValue({ $0.routes[provider]?.label }) == egress else {
+            throw .networkUnavailable("the egress changed while the token was being fetched; fetching again through the new one")
+        }
+        return token
     }
 
     /// New settings: every client is replaced (the direct one by `direct`, the others as needed).

@@ -153,6 +153,8 @@ final class Reloader: Sendable {
                 proxies.append((controller, change))
             }
         } catch {
+            // Every added provider's route, made or not: one whose making failed had its route set.
+            for provider in plan.added { parts.fetcher.forget(provider.name) }
             await undo(added: added, proxies: proxies, fetcher: fetcher)
             throw error
         }
@@ -169,7 +171,6 @@ final class Reloader: Sendable {
         for (controller, change) in proxies { await controller.discard(change) }
         let factory = ProviderFactory(parts: parts)
         for (entry, proxy) in added {
-            parts.fetcher.forget(entry.name)
             parts.hooks.remove(entry.name)
             parts.canaries.remove(entry.name)
             await factory.retire(entry, proxy: proxy)

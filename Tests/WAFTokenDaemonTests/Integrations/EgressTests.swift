@@ -262,6 +262,42 @@ struct EgressTests {
         await service.stop()
     }
 
+    @Test("EGRESS1: a fetch out through the old egress when a reload changes it: its token is not taken, a new one comes through the new egress")
+    func EGRESS1_fetchAcrossTheReload() async throws {
+        let squid = try await Squid()
+        defer { Task { await squid.stop() } }
+        // Each call answered after a second: a fetch (two calls) is still out when the reload commits.
+        let service = try ServiceProcess(["--latency-ms", "1000"])
+        let provider = "providers:\n  a:\n    applicationIntegrationUrl: \(service.url)\n    domainName: 127.0.0.1\n"
+        let daemon: DaemonProcess
+        do {
+            daemon = try await DaemonProcess.serving(service: nil, configFile: "egress:\n  proxy: direct\n" + provider)
+        } catch {
+            await service.stop()
+            throw error
+        }
+        do {
+            #expect(try await curl(daemon.socketPath, "/v1/token?wait=20&provider=a").code == 200)
+            let socket = daemon.socketPath
+            let refresh = Task { try await curl(socket, "/v1/refresh?wait=20&provider=a", ["-X", "POST"]) }
+            #expect(await eventually(for: .seconds(10)) { ((try? await service.counters().calls) ?? []).count >= 3 }, "the refresh is out")
+            try ("egress:\n  proxy: \(squid.url)\n" + provider).write(
+                to: daemon.directory.appendingPathComponent("daemon.yaml"), atomically: true, encoding: .utf8)
+            daemon.signal(SIGHUP)
+            _ = try? await refresh.value
+            let through = await eventually(for: .seconds(20)) {
+                ((try? await service.counters().calls) ?? []).contains { $0.endpoint == "verify" && $0.from == "127.0.0.2" }
+            }
+            let verified = try await service.counters().calls.filter { $0.endpoint == "verify" }.map { $0.from ?? "?" }
+            #expect(through, "a token fetched through squid after the reload: \(verified)")
+            #expect(verified.last == "127.0.0.2", "the last token came through squid: \(verified)")
+        } catch {
+            Issue.record("\(error)")
+        }
+        await daemon.stop()
+        await service.stop()
+    }
+
     @Test("EGRESS3: a CONNECT squid refuses is a 502 egressRefused with its status; a token fetch's refused CONNECT, one sentence, retried")
     func EGRESS3_refused() async throws {
         let upstream = try await Self.upstream()

@@ -8,11 +8,17 @@ import Glibc
 public enum ProxyCredentials {
     /// What a configuration issue says is allowed.
     public static let allowed =
-        "a regular file of mode 0600 or stricter, owned by root or the daemon's user (run as root: or a system account), user:password on its first line"
+        "a regular file of mode 0600 or stricter, owned by root or the daemon's user (run as root: or the unit's waf-tokend user), user:password on its first line"
 
     /// The file's `user:password`, or why it cannot be used: words that follow the path in a
     /// configuration issue (and never hold the file's content).
-    public static func read(_ path: String) -> Result<String, EgressProblem> {
+    /// The shipped unit's `User=` (the Debian package makes it): its uid, if the account exists.
+    public static var serviceUser: uid_t? {
+        getpwnam("waf-tokend").map { $0.pointee.pw_uid }
+    }
+
+    /// `serviceUser`: the unit's user's uid (a test names another).
+    public static func read(_ path: String, serviceUser: uid_t? = serviceUser) -> Result<String, EgressProblem> {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
         guard descriptor >= 0 else { return .failure(EgressProblem("cannot be read: \(String(cString: strerror(errno)))")) }
         defer { close(descriptor) }
@@ -26,10 +32,10 @@ public enum ProxyCredentials {
         }
         // Another user's file of mode 0600 is theirs to rewrite: they would choose the proxy's
         // password the daemon sends (ssh refuses such a key for the same reason). Run as root
-        // (`sudo waf-tokend --check-config` for the shipped unit, whose user owns the file), a
-        // system account's file is taken too: only root made those users.
-        let systemAccount = geteuid() == 0 && (1..<1000).contains(info.st_uid)
-        guard info.st_uid == 0 || info.st_uid == geteuid() || systemAccount else {
+        // (`sudo waf-tokend --check-config` for the shipped unit), the unit's own user's file is
+        // taken too, and no other account's.
+        let unitsUser = geteuid() == 0 && serviceUser.map { info.st_uid == $0 } == true
+        guard info.st_uid == 0 || info.st_uid == geteuid() || unitsUser else {
             return .failure(EgressProblem("is owned by uid \(info.st_uid), neither root nor the daemon's user (uid \(geteuid()))"))
         }
         var bytes = [UInt8](repeating: 0, count: 4096)

@@ -20,9 +20,10 @@ public struct WAFConfigurationIssue: Error, Sendable, Hashable, CustomStringConv
     public static func withoutCredentials(_ text: String) -> String {
         var result = ""
         var rest = Substring(text)
-        // The authority ends at a path, query, fragment or space; a quote or backslash does not
-        // end it, for a password may hold one (rendered, `"` is `\"`).
-        func authority(_ from: Substring) -> Substring { from.prefix { !"/?#".contains($0) && !$0.isWhitespace } }
+        // Up to the next space, not the authority's end: a refused value is malformed by
+        // definition, and its password may hold `/`, `?`, `#` or a quote (rendered, `\"`). What
+        // this masks beyond a password (`?x=a@b`) is never worth a password shown.
+        func authority(_ from: Substring) -> Substring { from.prefix { !$0.isWhitespace } }
         // `user:pass@` at the start, after an opening quote: a colon before the `@` tells it from
         // an address.
         let opening = rest.prefix { $0 == "\"" }

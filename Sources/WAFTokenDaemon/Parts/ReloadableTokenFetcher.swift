@@ -57,7 +57,25 @@ final class ReloadableTokenFetcher: Sendable {
     }
 
     func fetch(_ request: WAFTokenFetchRequest, of provider: String) async throws(SdkError) -> String {
-        let picked = state.withLockedValue { state -> Result<(HTTPTokenFetcher, String), SdkError> in
+        // A reload that changes the egress while a fetch is out: that fetch's token is from the old
+        // address, and the refresh the reload asked for joined it. It is fetched again through the
+        // new egress, here, so that the provider sees one fetch (no retry used up, no failure
+        // counted); a third change in a row is a failure, retried as any.
+        for _ in 0..<3 {
+            let (client, egress) = try pick(provider)
+            let token: String
+            do {
+                defer { state.withLockedValue { $0.inFlight -= 1 } }
+                token = try await client.fetchToken(request)
+            }
+            if state.withLockedValue({ $0.routes[provider]?.label }) == egress { return token }
+        }
+        throw .networkUnavailable("the egress changed during each of three fetches")
+    }
+
+    /// Provider `name`'s client by its route, counted in flight.
+    private func pick(_ provider: String) throws(SdkError) -> (HTTPTokenFetcher, String) {
+        try state.withLockedValue { state -> Result<(HTTPTokenFetcher, String), SdkError> in
             guard !state.closed else { return .failure(.networkUnavailable("the daemon is stopping")) }
             // No route is no fetch, never a direct one: a token fetched from the host's own
             // address and used through a proxy is what the WAF's reuse rules catch (EGRESS-1).
@@ -77,17 +95,7 @@ final class ReloadableTokenFetcher: Sendable {
             } catch {
                 return .failure(.networkUnavailable(error.message))
             }
-        }
-        let (client, egress) = try picked.get()
-        defer { state.withLockedValue { $0.inFlight -= 1 } }
-        let token = try await client.fetchToken(request)
-        // A reload changed the egress while this fetch was out: its token is from the old
-        // address, and the refresh the reload asked for joined this fetch. Failed, it is retried
-        // through the new egress.
-        guard state.withLockedValue({ $0.routes[provider]?.label }) == egress else {
-            throw .networkUnavailable("the egress changed while the token was being fetched; fetching again through the new one")
-        }
-        return token
+        }.get()
     }
 
     /// New settings: every client is replaced (the direct one by `direct`, the others as needed).

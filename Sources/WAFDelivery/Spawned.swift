@@ -184,7 +184,12 @@ public final class Spawned: @unchecked Sendable {
         let clock = ContinuousClock()
         let deadline = clock.now + grace
         while clock.now < deadline, !ProcessGroup.live(pid).isEmpty { usleep(10_000) }
-        if !ProcessGroup.live(pid).isEmpty { signalGroup(SIGKILL) }
+        guard !ProcessGroup.live(pid).isEmpty else { return }
+        signalGroup(SIGKILL)
+        // A killed process runs until the kernel has torn it down, which a loaded machine takes
+        // its time over: the group is ended when none of it runs, not when the signal is sent.
+        let killed = clock.now + .seconds(2)
+        while clock.now < killed, !ProcessGroup.live(pid).isEmpty { usleep(5_000) }
     }
 
     /// Whether the child ended within `timeout` (nil: for ever), without reaping it: until then its

@@ -80,7 +80,9 @@ public final class Squid: Sendable {
             try await Self.configuration(options, host: host, port: port, in: directory)
                 .write(to: directory.appendingPathComponent("squid.conf"), atomically: true, encoding: .utf8)
             let child = try SpawnedProcess(
-                squid, ["-N", "-f", directory.appendingPathComponent("squid.conf").path],
+                // A service name of its own: squid names its shared-memory segments after it, and
+                // two squids of one name (tests side by side) collide there ("shm_open … File exists").
+                squid, ["-N", "-n", "waftest\(getpid())n\(index)", "-f", directory.appendingPathComponent("squid.conf").path],
                 output: directory.appendingPathComponent("stdout").path, diagnosed: true)
             let deadline = ContinuousClock.now + .seconds(20)
             while ContinuousClock.now < deadline {

@@ -71,8 +71,7 @@ enum ProxyRefusal {
     private static func ask(_ proxy: HTTPClient.Configuration.Proxy, target: String, within limit: Duration) async throws -> Int? {
         // A connect does not heed the task's cancellation: its own time-out keeps the failed
         // fetch's report within the fetch's time-out.
-        let bootstrap = ClientBootstrap(group: HTTPClient.defaultEventLoopGroup).connectTimeout(
-            .nanoseconds(Int64(clamping: limit.components.seconds * 1_000_000_000 + limit.components.attoseconds / 1_000_000_000)))
+        let bootstrap = ClientBootstrap(group: HTTPClient.defaultEventLoopGroup).connectTimeout(TimeAmount(limit))
         let channel = try await bootstrap.connect(host: proxy.host, port: proxy.port) {
             channel in
             channel.eventLoop.makeCompletedFuture { try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel) }

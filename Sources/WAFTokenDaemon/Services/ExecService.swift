@@ -247,7 +247,3 @@ final class ExecService: Service, Sendable {
         }
     }
 }
-
-extension ExecService: CustomStringConvertible {
-    var description: String { "ExecService" }
-}

@@ -18,6 +18,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define WAF_SONAME(name) "lib" name ".so." OPENSSL_MSTR(OPENSSL_VERSION_MAJOR)
 
@@ -30,9 +31,11 @@ static void *waf_openssl(_Atomic(void *) *slot, const char *soname) {
     if (handle != NULL) return handle;
     handle = dlopen(soname, RTLD_NOW | RTLD_LOCAL);
     if (handle == NULL) {
-        // No way to go on: the caller holds a TLS connection or a challenge it cannot answer.
+        // No way to go on: the caller holds a TLS connection or a challenge it cannot answer. A
+        // missing library is an installation fault, not a bug: status 1 with one line (SIDECAR.md's
+        // exit codes), not abort's core dump.
         fprintf(stderr, "error: cannot load %s, which TLS upstreams and proof-of-work challenges need: %s\n", soname, dlerror());
-        abort();
+        _exit(1);
     }
     // Two first calls at once load it twice; dlopen counts references, and the same address comes back.
     atomic_store_explicit(slot, handle, memory_order_release);
@@ -49,7 +52,7 @@ static void *waf_openssl_symbol(bool ssl, const char *name) {
     void *symbol = dlsym(ssl ? waf_openssl(&libssl_handle, soname) : waf_openssl(&libcrypto_handle, soname), name);
     if (symbol == NULL) {
         fprintf(stderr, "error: %s has no %s: %s\n", soname, name, dlerror());
-        abort();
+        _exit(1);
     }
     return symbol;
 }

@@ -31,7 +31,9 @@ public final class Container: @unchecked Sendable {
     static let packages = "systemd,systemd-sysv,dbus,libpam-systemd,polkitd,init-system-helpers,libsystemd0,libpsl5,publicsuffix,libyaml-0-2,libssl3"
 
     /// The cached root under `cache`, made on first use; named after its package list, so that a
-    /// new list makes a new root.
+    /// new list makes a new root. Suites that run at once (the package's and the restarts') wait
+    /// on one lock for one debootstrap: two into the same scratch root corrupt each other's
+    /// downloads ("Invalid Release signature").
     public static func root(in cache: URL) async throws -> URL {
         let root = cache.appendingPathComponent("root-" + String(packages.utf8.reduce(UInt32(5381)) { ($0 &* 33) &+ UInt32($1) }, radix: 16))
         if FileManager.default.fileExists(atPath: root.appendingPathComponent("usr/lib/systemd/systemd").path) { return root }
@@ -46,6 +48,9 @@ public final class Container: @unchecked Sendable {
                 set -e
                 # wget, under debootstrap, may leave a wget-log in the working directory: not the repository's.
                 cd '\(cache.path)'
+                exec 9> root.lock
+                flock 9
+                if [ -e '\(root.path)/usr/lib/systemd/systemd' ]; then exit 0; fi
                 rm -rf '\(scratch.path)'
                 # The mirror and proxy apt uses here, so that the root comes from where packages do.
                 mirror=$(awk '/^URIs:/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)

@@ -63,16 +63,17 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian: the Public Suffix List (CFG-2), systemd's sd_notify, watchdog,
-        // socket activation and journal, libyaml for the configuration file, OpenSSL's libcrypto.
+        // socket activation and journal (headers only: CLibrariesOnDemand loads libsystemd on first
+        // use), libyaml for the configuration file, OpenSSL's libcrypto.
         .systemLibrary(name: "CLibPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
-        .systemLibrary(name: "CSystemd", pkgConfig: "libsystemd", providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
         .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
         // OpenSSL's libcrypto for the proof-of-work hot loops (WAFChallenge/NonceHasher.swift), and
         // libssl for the proxy loop's TLS: headers only, the functions loaded on first use by
-        // COpenSSLOnDemand (not linked: 1.9 ms off every exec, docs/performance.md).
+        // CLibrariesOnDemand (not linked: 1.9 ms off every exec, docs/performance.md).
         .systemLibrary(name: "COpenSSL", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CLibSSL", providers: [.apt(["libssl-dev"])]),
-        .target(name: "COpenSSLOnDemand"),
+        .target(name: "CLibrariesOnDemand"),
         // timerfd, which Swift's Glibc module leaves out: the provider's timers on CLOCK_BOOTTIME (TOK-9).
         .systemLibrary(name: "CLinuxTimers"),
         .systemLibrary(name: "CEpoll"),
@@ -105,7 +106,7 @@ let package = Package(
             name: "WAFChallenge",
             dependencies: [
                 // WAFTokenCore: the token's own rule for a usable value (a verify answer's token).
-                "WAFJSON", "WAFTokenCore", "COpenSSL", "COpenSSLOnDemand", .product(name: "Crypto", package: "swift-crypto"),
+                "WAFJSON", "WAFTokenCore", "COpenSSL", "CLibrariesOnDemand", .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 // pthread-based locks, for the thread sanitizer (see WAFTokenCore).
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -140,7 +141,7 @@ let package = Package(
         .target(
             name: "WAFProxyLoop",
             dependencies: [
-                "CEpoll", "CLibSSL", "COpenSSLOnDemand", .product(name: "NIOCore", package: "swift-nio"),
+                "CEpoll", "CLibSSL", "CLibrariesOnDemand", .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
             ],
             swiftSettings: hotPath),
@@ -148,7 +149,7 @@ let package = Package(
         // the loop's tests and the relay's fuzz target.
         .target(
             name: "WAFProxyLoopTestKit",
-            dependencies: ["WAFProxyLoop", "CLibSSL", "COpenSSLOnDemand", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["WAFProxyLoop", "CLibSSL", "CLibrariesOnDemand", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: strict),
         // Listening and guarding connections: listeners (Unix, loopback, passed by systemd), accept
         // limits, peer credentials and access lists, timeouts, the one catalog of HTTP errors. NIO and
@@ -230,7 +231,7 @@ let package = Package(
         .target(name: "WAFServiceManager", swiftSettings: strict),
         // The systemd plug-in: it implements WAFServiceManager's protocols; the executables join it
         // to the daemon, which knows nothing of it.
-        .target(name: "WAFSystemd", dependencies: ["CSystemd", "WAFServiceManager", logging], swiftSettings: strict),
+        .target(name: "WAFSystemd", dependencies: ["CSystemd", "CLibrariesOnDemand", "WAFServiceManager", logging], swiftSettings: strict),
 
         // A Swift client of the daemon's socket API, with the SDK's shape; and waf-tokenctl on it.
         // NIO alone: a local socket needs no HTTPS client, pool or crypto (README, "Sizes").

@@ -85,7 +85,7 @@ def ours(name):
 
 
 problems = []
-# C targets of our own that only stand in for a Debian library (COpenSSLOnDemand loads libssl on
+# C targets of our own that only stand in for a Debian library (CLibrariesOnDemand loads libssl and libsystemd on
 # first use): below every layer, like the system libraries they stand for.
 C_SHIMS = {name for name, t in targets.items() if t["type"] == "regular" and name.startswith("C") and name[1:2].isupper()}
 # The walls, through every path of Package.swift's dependencies.

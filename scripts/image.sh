@@ -22,11 +22,15 @@ install -m 0755 "$bin/waf-tokend" "$root/usr/sbin/"
 install -m 0755 "$bin/waf-tokenctl" "$root/usr/bin/"
 strip "$root/usr/sbin/waf-tokend" "$root/usr/bin/waf-tokenctl"
 
-# The shared libraries the binaries link, those they load on first use (libssl and libcrypto,
-# Sources/COpenSSLOnDemand: ldd cannot see them), and the loader, where ldd finds them.
-on_demand=$(ldconfig -p | awk '$1 == "libssl.so.3" && /x86-64/ { print $NF; exit }')
-[ -n "$on_demand" ] || { echo "image: libssl.so.3 not found; install libssl3" >&2; exit 1; }
-for library in $(ldd "$bin/waf-tokend" "$bin/waf-tokenctl" "$on_demand" | awk '$1 == "'"$on_demand"':" { print $1 } /=> \// { print $3 } /^\t\/lib/ { print $1 }' | tr -d : | sort -u); do
+# The shared libraries the binaries link, those they load on first use (libssl, libcrypto and
+# libsystemd, Sources/CLibrariesOnDemand: ldd cannot see them) with theirs, and the loader.
+on_demand=()
+for soname in libssl.so.3 libsystemd.so.0; do
+    path=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && /x86-64/ { print $NF; exit }')
+    [ -n "$path" ] || { echo "image: $soname not found; install its Debian package" >&2; exit 1; }
+    on_demand+=("$path")
+done
+for library in $(ldd "$bin/waf-tokend" "$bin/waf-tokenctl" "${on_demand[@]}" | awk '/^\// { sub(":$", "", $1); print $1 } /=> \// { print $3 } /^\t\/lib/ { print $1 }' | sort -u); do
     mkdir -p "$root$(dirname "$library")"
     cp -L "$library" "$root$library"
 done

@@ -19,16 +19,30 @@ struct VersionTests {
         }
     }
 
-    @Test("Start-up loads neither libssl nor libcrypto: they are loaded on first use (COpenSSLOnDemand), 1.9 ms of CPU off every exec")
-    func openSSLOnFirstUseOnly() async throws {
+    @Test("--version loads neither libssl, libcrypto nor libsystemd: they are loaded on first use (CLibrariesOnDemand), 2.4 ms of CPU off every exec")
+    func librariesOnFirstUseOnly() async throws {
         for executable in ["waf-tokend", "waf-tokenctl"] {
             let path = productsDirectory.appendingPathComponent(executable).path
             // The dynamic loader reports every library it opens on stderr.
             let loaded = try await run("/usr/bin/env", ["LD_DEBUG=files", path, "--version"])
             #expect(loaded.status == 0 && loaded.stderr.contains("libc.so.6"), "\(executable): the loader's report: \(loaded.stderr.prefix(300))")
-            for library in ["libssl.so", "libcrypto.so"] {
+            for library in ["libssl.so", "libcrypto.so", "libsystemd.so"] {
                 #expect(!loaded.stderr.contains(library), "\(executable) --version loaded \(library)")
             }
+        }
+    }
+
+    @Test("A daemon outside systemd (a container's, exec's) fetches and serves without loading libsystemd; told of a watchdog, it loads it")
+    func libsystemdOutsideSystemdNever() async throws {
+        let service = try ServiceProcess()
+        // DaemonProcess passes none of the runner's systemd variables: NOTIFY_SOCKET, LISTEN_*, WATCHDOG_*, JOURNAL_STREAM.
+        for (environment, loads) in [([String: String](), false), (["WATCHDOG_USEC": "60000000"], true)] {
+            let daemon = try await DaemonProcess.serving(service: service, environment: environment.merging(["LD_DEBUG": "files"]) { $1 })
+            let ready = try await daemon.client.tokenReady(wait: .seconds(10))
+            #expect(ready.value.count > 40, "a token served")
+            #expect(await daemon.stop() == 0)
+            #expect(daemon.stderr.contains("libc.so.6"), "the loader's report")
+            #expect(daemon.stderr.contains("libsystemd.so.0") == loads, "\(environment): libsystemd loaded: \(!loads)")
         }
     }
 }

@@ -218,7 +218,7 @@ let package = Package(
             dependencies: [
                 "WAFTokenCore", "WAFTokenServiceHTTP", "WAFChallenge", "WAFVersion", "WAFDaemonTransport", "WAFDaemonConfiguration",
                 "WAFProviderRegistry", "WAFTokenStorage", "WAFSocketAPI", "WAFTokenProxy", "WAFDelivery", "WAFTokenCanary", "WAFServiceManager",
-                logging,
+                "CLibrariesOnDemand", logging,
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),

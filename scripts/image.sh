@@ -26,11 +26,13 @@ strip "$root/usr/sbin/waf-tokend" "$root/usr/bin/waf-tokenctl"
 # libsystemd, Sources/CLibrariesOnDemand: ldd cannot see them) with theirs, and the loader.
 on_demand=()
 for soname in libssl.so.3 libsystemd.so.0; do
-    path=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && /x86-64/ { print $NF; exit }')
+    # awk reads to the end: one that exits early makes ldconfig die of SIGPIPE, which pipefail reports.
+    path=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && /x86-64/ && path == "" { path = $NF } END { print path }')
     [ -n "$path" ] || { echo "image: $soname not found; install its Debian package" >&2; exit 1; }
     on_demand+=("$path")
 done
-for library in $(ldd "$bin/waf-tokend" "$bin/waf-tokenctl" "${on_demand[@]}" | awk '/^\// { sub(":$", "", $1); print $1 } /=> \// { print $3 } /^\t\/lib/ { print $1 }' | sort -u); do
+# ldd heads each file's list with its path when given several: those lines are not libraries.
+for library in "${on_demand[@]}" $(ldd "$bin/waf-tokend" "$bin/waf-tokenctl" "${on_demand[@]}" | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }' | sort -u); do
     mkdir -p "$root$(dirname "$library")"
     cp -L "$library" "$root$library"
 done

@@ -5,10 +5,29 @@
 // container's `exec` and every start. The Debian package depends on them by name and the image
 // copies them, since neither dpkg-shlibdeps nor ldd sees them among the binary's needed libraries.
 #include "loader.h"
+#include "CLibrariesOnDemand.h"
 
 #include <dlfcn.h>
 #include <stdio.h>
 #include <unistd.h>
+
+static _Atomic(void (*)(void)) failure_handler;
+static atomic_flag failing = ATOMIC_FLAG_INIT;
+
+void waf_library_on_failure(void (*handler)(void)) {
+    atomic_store_explicit(&failure_handler, handler, memory_order_release);
+}
+
+// An installation fault, not a bug: status 1 ("anything else", SIDECAR.md's exit codes), after the
+// handler has ended what the process started.
+static _Noreturn void waf_library_fail(void) {
+    if (atomic_flag_test_and_set(&failing)) {
+        for (;;) pause();
+    }
+    void (*handler)(void) = atomic_load_explicit(&failure_handler, memory_order_acquire);
+    if (handler != NULL) handler();
+    _exit(1);
+}
 
 static void *waf_library_handle(struct waf_library *library) {
     void *handle = atomic_load_explicit(&library->handle, memory_order_acquire);
@@ -17,7 +36,7 @@ static void *waf_library_handle(struct waf_library *library) {
     if (handle == NULL) {
         // No way to go on: the caller holds a connection, a challenge or a message it cannot finish.
         fprintf(stderr, "error: cannot load %s, which %s need: %s\n", library->soname, library->needed_by, dlerror());
-        _exit(1);
+        waf_library_fail();
     }
     // Two first calls at once load it twice; dlopen counts references, and the same address comes back.
     atomic_store_explicit(&library->handle, handle, memory_order_release);
@@ -28,7 +47,7 @@ void *waf_library_symbol(struct waf_library *library, const char *name) {
     void *symbol = dlsym(waf_library_handle(library), name);
     if (symbol == NULL) {
         fprintf(stderr, "error: %s has no %s: %s\n", library->soname, name, dlerror());
-        _exit(1);
+        waf_library_fail();
     }
     return symbol;
 }

@@ -21,6 +21,10 @@ public final class Spawned: @unchecked Sendable {
     private let lock = NIOLock()
     private var reaped: Ending?
 
+    /// The children not yet reaped, whose groups `endEveryGroup` ends. A pid leaves it before it is
+    /// reaped, so that every pid here is still its child's (and its group's id).
+    private static let unreaped = NIOLockedValueBox<Set<pid_t>>([])
+
     /// How long a hook's group has after SIGTERM before SIGKILL.
     public static let hookGrace = Duration.seconds(2)
 
@@ -112,6 +116,7 @@ public final class Spawned: @unchecked Sendable {
             throw DeliveryFailure("cannot start \(program): \(String(cString: strerror(spawned)))")
         }
         self.pid = pid
+        Spawned.unreaped.withLockedValue { _ = $0.insert(pid) }
         pidfd = watchedByPidfd ? pidfd_open(pid, 0) : -1
         if case .pipe(let bytes) = stdin {
             // A child that does not read gets end of file after what the pipe holds (64 KiB): a
@@ -176,6 +181,26 @@ public final class Spawned: @unchecked Sendable {
         return reap()
     }
 
+    /// Ends the group of every child not yet reaped (SIGTERM, SIGKILL after `grace` to what still
+    /// runs), without reaping: for a process that exits at once (a library it loads on first use is
+    /// missing), whose children must not outlive it (HOOK-7, EXEC-5). Holds the list throughout, so
+    /// that no pid is reaped, and given to another process, while it is signalled.
+    public static func endEveryGroup(grace: Duration) {
+        unreaped.withLockedValue { pids in
+            func running() -> Bool { pids.contains { !ProcessGroup.live($0).isEmpty } }
+            func signal(_ number: Int32) { for pid in pids { _ = Glibc.kill(-pid, number) } }
+            signal(SIGTERM)
+            signal(SIGCONT)
+            let clock = ContinuousClock()
+            let deadline = clock.now + grace
+            while clock.now < deadline, running() { usleep(10_000) }
+            guard running() else { return }
+            signal(SIGKILL)
+            let killed = clock.now + .seconds(2)
+            while clock.now < killed, running() { usleep(5_000) }
+        }
+    }
+
     /// SIGTERM to the group, and SIGKILL to it after `grace` unless nothing of it runs by then.
     private func endGroup(grace: Duration) {
         signalGroup(SIGTERM)
@@ -223,6 +248,7 @@ public final class Spawned: @unchecked Sendable {
     private func reap() -> Ending {
         lock.withLock {
             if let reaped { return reaped }
+            Spawned.unreaped.withLockedValue { _ = $0.remove(pid) }
             var raw: Int32 = 0
             var result: pid_t
             repeat { result = waitpid(pid, &raw, 0) } while result < 0 && errno == EINTR

@@ -1,6 +1,13 @@
 // Debian libraries the binaries load on first use rather than at exec (loader.c): their functions
 // are defined in this target with the libraries' own prototypes, so the Swift code calls them as
-// the libraries' headers (CLibSSL, COpenSSL, CSystemd) declare them. Nothing to import from here.
+// the libraries' headers (CLibSSL, COpenSSL, CSystemd) declare them.
 #ifndef WAF_LIBRARIES_ON_DEMAND_H
 #define WAF_LIBRARIES_ON_DEMAND_H
+
+/// Called once, on the failing thread, before a missing library or symbol ends the process: what
+/// the process started must not outlive it (exec's child group, a run action's group) and what it
+/// made for itself must not stay (exec's private token file). Other threads that fail meanwhile
+/// wait for it to end the process.
+void waf_library_on_failure(void (*handler)(void));
+
 #endif

@@ -100,6 +100,7 @@ enum ExecMode {
             }
             temporary = String(cString: made)
             tokenFile = temporary! + "/token"
+            LibraryFailure.removeOnFailure([tokenFile, temporary!])
         }
         if options.tokenFile != nil || temporary != nil {
             sources.commandLine[chosen.isDefault ? "sinks.tokenFile" : "providers.\(chosen.name).sinks.tokenFile"] = tokenFile

@@ -22,6 +22,7 @@ public enum Daemon {
         // Under exec, done before its signals were armed: ignoring a signal again after a
         // dispatch source for it exists would take the source's handler away.
         if exec == nil { SignalService.ignoreDefaultActions() }
+        LibraryFailure.install()
         // A run action whose program closed its standard input early gets EPIPE, not the daemon
         // killed (the children start with every signal at its default).
         signal(SIGPIPE, SIG_IGN)

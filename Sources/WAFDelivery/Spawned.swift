@@ -187,34 +187,31 @@ public final class Spawned: @unchecked Sendable {
     /// that no pid is reaped, and given to another process, while it is signalled.
     public static func endEveryGroup(grace: Duration) {
         unreaped.withLockedValue { pids in
-            func running() -> Bool { pids.contains { !ProcessGroup.live($0).isEmpty } }
-            func signal(_ number: Int32) { for pid in pids { _ = Glibc.kill(-pid, number) } }
-            signal(SIGTERM)
-            signal(SIGCONT)
-            let clock = ContinuousClock()
-            let deadline = clock.now + grace
-            while clock.now < deadline, running() { usleep(10_000) }
-            guard running() else { return }
-            signal(SIGKILL)
-            let killed = clock.now + .seconds(2)
-            while clock.now < killed, running() { usleep(5_000) }
+            end(grace: grace, running: { pids.contains { !ProcessGroup.live($0).isEmpty } }) { number in
+                for pid in pids { _ = Glibc.kill(-pid, number) }
+            }
         }
     }
 
     /// SIGTERM to the group, and SIGKILL to it after `grace` unless nothing of it runs by then.
     private func endGroup(grace: Duration) {
-        signalGroup(SIGTERM)
+        Spawned.end(grace: grace, running: { !ProcessGroup.live(pid).isEmpty }, signal: signalGroup)
+    }
+
+    /// The ending of one group or several: SIGTERM, SIGKILL after `grace` unless nothing runs.
+    private static func end(grace: Duration, running: () -> Bool, signal: (Int32) -> Void) {
+        signal(SIGTERM)
         // Stopped members would sleep through SIGTERM: they go on, to end.
-        signalGroup(SIGCONT)
+        signal(SIGCONT)
         let clock = ContinuousClock()
         let deadline = clock.now + grace
-        while clock.now < deadline, !ProcessGroup.live(pid).isEmpty { usleep(10_000) }
-        guard !ProcessGroup.live(pid).isEmpty else { return }
-        signalGroup(SIGKILL)
+        while clock.now < deadline, running() { usleep(10_000) }
+        guard running() else { return }
+        signal(SIGKILL)
         // A killed process runs until the kernel has torn it down, which a loaded machine takes
         // its time over: the group is ended when none of it runs, not when the signal is sent.
         let killed = clock.now + .seconds(2)
-        while clock.now < killed, !ProcessGroup.live(pid).isEmpty { usleep(5_000) }
+        while clock.now < killed, running() { usleep(5_000) }
     }
 
     /// Whether the child ended within `timeout` (nil: for ever), without reaping it: until then its

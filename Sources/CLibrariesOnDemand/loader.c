@@ -8,6 +8,7 @@
 #include "CLibrariesOnDemand.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <unistd.h>
 
@@ -21,9 +22,14 @@ void waf_library_on_failure(void (*handler)(void)) {
 // An installation fault, not a bug: status 1 ("anything else", SIDECAR.md's exit codes), after the
 // handler has ended what the process started.
 static _Noreturn void waf_library_fail(void) {
+    // The handler's own thread failing again (it touched a missing library) must not wait for
+    // itself: it ends the process as it is.
+    static _Thread_local bool handling;
+    if (handling) _exit(1);
     if (atomic_flag_test_and_set(&failing)) {
         for (;;) pause();
     }
+    handling = true;
     void (*handler)(void) = atomic_load_explicit(&failure_handler, memory_order_acquire);
     if (handler != NULL) handler();
     _exit(1);

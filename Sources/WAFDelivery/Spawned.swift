@@ -106,17 +106,22 @@ public final class Spawned: @unchecked Sendable {
         let variables = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (arguments + variables).forEach { free($0) } }
         var pid: pid_t = 0
-        let spawned =
-            searchPath
-            ? posix_spawnp(&pid, program, &actions, &attributes, arguments, variables)
-            : posix_spawn(&pid, program, &actions, &attributes, arguments, variables)
+        // Started and listed under one hold of the list: `endEveryGroup`, which holds it until the
+        // process exits, sees every child, and none starts once it has begun.
+        let spawned = Spawned.unreaped.withLockedValue { unreaped in
+            let spawned =
+                searchPath
+                ? posix_spawnp(&pid, program, &actions, &attributes, arguments, variables)
+                : posix_spawn(&pid, program, &actions, &attributes, arguments, variables)
+            if spawned == 0 { unreaped.insert(pid) }
+            return spawned
+        }
         if pipeEnds[0] >= 0 { close(pipeEnds[0]) }
         guard spawned == 0 else {
             if pipeEnds[1] >= 0 { close(pipeEnds[1]) }
             throw DeliveryFailure("cannot start \(program): \(String(cString: strerror(spawned)))")
         }
         self.pid = pid
-        Spawned.unreaped.withLockedValue { _ = $0.insert(pid) }
         pidfd = watchedByPidfd ? pidfd_open(pid, 0) : -1
         if case .pipe(let bytes) = stdin {
             // A child that does not read gets end of file after what the pipe holds (64 KiB): a
@@ -182,14 +187,17 @@ public final class Spawned: @unchecked Sendable {
     }
 
     /// Ends the group of every child not yet reaped (SIGTERM, SIGKILL after `grace` to what still
-    /// runs), without reaping: for a process that exits at once (a library it loads on first use is
-    /// missing), whose children must not outlive it (HOOK-7, EXEC-5). Holds the list throughout, so
-    /// that no pid is reaped, and given to another process, while it is signalled.
-    public static func endEveryGroup(grace: Duration) {
+    /// runs), without reaping, then runs `last`: for a process that exits once `last` returns (a
+    /// library it loads on first use is missing), whose children must not outlive it (HOOK-7,
+    /// EXEC-5). Holds the list throughout, and `last` should not return: no pid is reaped (and
+    /// given to another process) while it is signalled, no child starts meanwhile, and no waiter
+    /// reports a child's end (which would begin a stop with another status).
+    public static func endEveryGroup(grace: Duration, last: () -> Never) -> Never {
         unreaped.withLockedValue { pids in
             end(grace: grace, running: { pids.contains { !ProcessGroup.live($0).isEmpty } }) { number in
                 for pid in pids { _ = Glibc.kill(-pid, number) }
             }
+            last()
         }
     }
 

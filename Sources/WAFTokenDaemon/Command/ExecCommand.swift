@@ -68,6 +68,8 @@ struct ExecCommand: AsyncParsableCommand {
 /// What `exec` adds to the daemon's start: the provider chosen, its token file, the supervisor.
 enum ExecMode {
     static func run(_ sources: ConfigurationSources, options: ExecCommand, signals: ForwardedSignals) async -> Int32 {
+        // Before the private directory is made, which a library missing mid-run must not leave.
+        LibraryFailure.install()
         let configuration: DaemonConfiguration
         switch ConfigurationLoader.load(sources) {
         case .failure(let error):
@@ -100,7 +102,7 @@ enum ExecMode {
             }
             temporary = String(cString: made)
             tokenFile = temporary! + "/token"
-            LibraryFailure.removeOnFailure([tokenFile, temporary!])
+            LibraryFailure.removeOnFailure(directory: temporary!)
         }
         if options.tokenFile != nil || temporary != nil {
             sources.commandLine[chosen.isDefault ? "sinks.tokenFile" : "providers.\(chosen.name).sinks.tokenFile"] = tokenFile

@@ -9,14 +9,27 @@
 
 #include <dlfcn.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <unistd.h>
 
 static _Atomic(void (*)(void)) failure_handler;
 static atomic_flag failing = ATOMIC_FLAG_INIT;
+static atomic_bool handling_failure;
+static atomic_flag exit_hook_installed = ATOMIC_FLAG_INIT;
+
+// A clean stop that reaches exit() while the handler runs (a SIGTERM meanwhile) would end the
+// process with its own status, 0 or 143, and the handler's work half done: it waits instead for
+// the handler's _exit(1).
+static void waf_library_wait_at_exit(void) {
+    if (atomic_load(&handling_failure)) {
+        for (;;) pause();
+    }
+}
 
 void waf_library_on_failure(void (*handler)(void)) {
     atomic_store_explicit(&failure_handler, handler, memory_order_release);
+    if (!atomic_flag_test_and_set(&exit_hook_installed)) atexit(waf_library_wait_at_exit);
 }
 
 // An installation fault, not a bug: status 1 ("anything else", SIDECAR.md's exit codes), after the
@@ -30,6 +43,7 @@ static _Noreturn void waf_library_fail(void) {
         for (;;) pause();
     }
     handling = true;
+    atomic_store(&handling_failure, true);
     void (*handler)(void) = atomic_load_explicit(&failure_handler, memory_order_acquire);
     if (handler != NULL) handler();
     _exit(1);

@@ -21,9 +21,10 @@ public final class Spawned: @unchecked Sendable {
     private let lock = NIOLock()
     private var reaped: Ending?
 
-    /// The children not yet reaped, whose groups `endEveryGroup` ends. A pid leaves it before it is
-    /// reaped, so that every pid here is still its child's (and its group's id).
-    private static let unreaped = NIOLockedValueBox<Set<pid_t>>([])
+    /// The children not yet reaped, with the grace each group has after SIGTERM, whose groups
+    /// `endEveryGroup` ends. A pid leaves it before it is reaped, so that every pid here is still
+    /// its child's (and its group's id).
+    private static let unreaped = TimedLock<[pid_t: Duration]>([:])
 
     /// How long a hook's group has after SIGTERM before SIGKILL.
     public static let hookGrace = Duration.seconds(2)
@@ -67,9 +68,11 @@ public final class Spawned: @unchecked Sendable {
     /// child's group becomes the foreground group of the terminal on standard input, as a shell
     /// makes a job it starts (an interactive command under exec keeps its terminal).
     /// `watchedByPidfd`: false watches it by polling, as on a kernel without pidfds (the tests).
+    /// `stopGrace`: how long its group has after SIGTERM when the process ends at once
+    /// (`endEveryGroup`): as long as the caller's own stop would give it.
     public init(
         _ argv: [String], environment: [String: String], stdin: Input, output: Output, searchPath: Bool = false, foreground: Bool = false,
-        watchedByPidfd: Bool = Spawned.pidfdsAvailable
+        watchedByPidfd: Bool = Spawned.pidfdsAvailable, stopGrace: Duration = Spawned.hookGrace
     ) throws(DeliveryFailure) {
         guard let program = argv.first else { throw DeliveryFailure("an empty command") }
         var actions = posix_spawn_file_actions_t()
@@ -108,12 +111,12 @@ public final class Spawned: @unchecked Sendable {
         var pid: pid_t = 0
         // Started and listed under one hold of the list: `endEveryGroup`, which holds it until the
         // process exits, sees every child, and none starts once it has begun.
-        let spawned = Spawned.unreaped.withLockedValue { unreaped in
+        let spawned = Spawned.unreaped.withLock { unreaped in
             let spawned =
                 searchPath
                 ? posix_spawnp(&pid, program, &actions, &attributes, arguments, variables)
                 : posix_spawn(&pid, program, &actions, &attributes, arguments, variables)
-            if spawned == 0 { unreaped.insert(pid) }
+            if spawned == 0 { unreaped[pid] = stopGrace }
             return spawned
         }
         if pipeEnds[0] >= 0 { close(pipeEnds[0]) }
@@ -186,18 +189,42 @@ public final class Spawned: @unchecked Sendable {
         return reap()
     }
 
-    /// Ends the group of every child not yet reaped (SIGTERM, SIGKILL after `grace` to what still
-    /// runs), without reaping, then runs `last`: for a process that exits once `last` returns (a
-    /// library it loads on first use is missing), whose children must not outlive it (HOOK-7,
-    /// EXEC-5). Holds the list throughout, and `last` should not return: no pid is reaped (and
-    /// given to another process) while it is signalled, no child starts meanwhile, and no waiter
-    /// reports a child's end (which would begin a stop with another status).
-    public static func endEveryGroup(grace: Duration, last: () -> Never) -> Never {
-        unreaped.withLockedValue { pids in
-            end(grace: grace, running: { pids.contains { !ProcessGroup.live($0).isEmpty } }) { number in
-                for pid in pids { _ = Glibc.kill(-pid, number) }
-            }
+    /// Ends the group of every child not yet reaped (SIGTERM, SIGKILL after each one's stop grace
+    /// to what still runs), without reaping, then runs `last`: for a process that exits once `last`
+    /// returns (a library it loads on first use is missing), whose children must not outlive it
+    /// (HOOK-7, EXEC-5). Holds the list throughout, and `last` should not return: no pid is reaped
+    /// (and given to another process) while it is signalled, no child starts meanwhile, and no
+    /// waiter reports a child's end (which would begin a stop with another status). The list is
+    /// waited for `within` at most: a spawn holds it until its child has called exec, which a
+    /// program on a hung mount never finishes; then `last` runs with the groups left as they are.
+    public static func endEveryGroup(within wait: Duration, last: () -> Never) -> Never {
+        _ = unreaped.withLock(within: wait) { children -> Never in
+            endGroups(children)
             last()
+        }
+        last()
+    }
+
+    /// SIGTERM (and SIGCONT) to every group, then SIGKILL to each that still runs after its grace;
+    /// done when none runs, or 2 s after a group's SIGKILL (the kernel's to finish then).
+    private static func endGroups(_ children: [pid_t: Duration]) {
+        for pid in children.keys {
+            _ = Glibc.kill(-pid, SIGTERM)
+            _ = Glibc.kill(-pid, SIGCONT)
+        }
+        let clock = ContinuousClock()
+        let start = clock.now
+        var running = children
+        var killed: [pid_t: ContinuousClock.Instant] = [:]
+        while true {
+            let now = clock.now
+            running = running.filter { pid, _ in !ProcessGroup.live(pid).isEmpty && killed[pid].map { now < $0 + .seconds(2) } ?? true }
+            for (pid, grace) in running where killed[pid] == nil && now >= start + grace {
+                _ = Glibc.kill(-pid, SIGKILL)
+                killed[pid] = now
+            }
+            if running.isEmpty { return }
+            usleep(10_000)
         }
     }
 
@@ -253,7 +280,7 @@ public final class Spawned: @unchecked Sendable {
     private func reap() -> Ending {
         lock.withLock {
             if let reaped { return reaped }
-            Spawned.unreaped.withLockedValue { _ = $0.remove(pid) }
+            Spawned.unreaped.withLock { _ = $0.removeValue(forKey: pid) }
             var raw: Int32 = 0
             var result: pid_t
             repeat { result = waitpid(pid, &raw, 0) } while result < 0 && errno == EINTR

@@ -12,39 +12,62 @@ import Glibc
 /// EXEC-5), and exec's private token directory goes. Not the rest of a stop: the thread that found
 /// the library missing holds a connection or a challenge it cannot finish.
 enum LibraryFailure {
-    private static let privateDirectory = NIOLockedValueBox<String?>(nil)
+    /// Exec's private directory: its path, and a descriptor opened when it was made, so that what
+    /// is emptied is that directory even if the path is made to name another.
+    private struct Directory {
+        let path: String
+        let descriptor: Int32
+        let identity: (dev_t, ino_t)
+    }
+    private static let privateDirectory = NIOLockedValueBox<Directory?>(nil)
 
     /// Idempotent; before anything is made that the handler must remove.
     static func install() {
         waf_library_on_failure { LibraryFailure.handle() }
     }
 
-    /// Exec's private directory, removed with what it holds.
-    static func removeOnFailure(directory: String) {
-        privateDirectory.withLockedValue { $0 = directory }
+    /// Exec's private directory, just made: removed with what it holds.
+    static func removeOnFailure(directory path: String) {
+        let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        var status = stat()
+        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return }
+        privateDirectory.withLockedValue { $0 = Directory(path: path, descriptor: descriptor, identity: (status.st_dev, status.st_ino)) }
     }
 
     private static func handle() -> Never {
         // Under the children's list, held to the end: no child starts, and exec's waiter reports no
         // child's end (a stop with the child's status), while the groups end and the files go.
-        Spawned.endEveryGroup(grace: Spawned.hookGrace) {
+        Spawned.endEveryGroup(within: .seconds(5)) {
             if let directory = privateDirectory.withLockedValue({ $0 }) { remove(directory) }
             _exit(1)
         }
     }
 
     /// A token write may put a file in the directory while it is emptied (a refresh finishing): it
-    /// is emptied until it can be removed, after which no write can create anything there.
-    private static func remove(_ directory: String) {
+    /// is emptied until it can be removed, after which no write can create anything there. The
+    /// child (the same user) may have made directories in it: those are emptied one level deep.
+    private static func remove(_ directory: Directory) {
         for _ in 0..<100 {
-            if let stream = opendir(directory) {
-                while let entry = readdir(stream) {
-                    let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-                    if name != ".", name != ".." { unlink(directory + "/" + name) }
-                }
-                closedir(stream)
-            }
-            if rmdir(directory) == 0 || errno == ENOENT { return }
+            empty(directory.descriptor, depth: 1)
+            var status = stat()
+            guard lstat(directory.path, &status) == 0, (status.st_dev, status.st_ino) == directory.identity else { return }
+            if rmdir(directory.path) == 0 || errno == ENOENT { return }
+        }
+    }
+
+    private static func empty(_ descriptor: Int32, depth: Int) {
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else { return }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name != ".", name != "..", unlinkat(descriptor, name, 0) != 0, errno == EISDIR, depth > 0 else { continue }
+            let inner = openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+            guard inner >= 0 else { continue }
+            empty(inner, depth: depth - 1)
+            close(inner)
+            unlinkat(descriptor, name, AT_REMOVEDIR)
         }
     }
 }

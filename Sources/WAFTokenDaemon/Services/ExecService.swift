@@ -232,7 +232,8 @@ final class ExecService: Service, Sendable {
             // In a process group of its own, which ends with it (EXEC-5); the terminal's foreground
             // group when the supervisor started in the foreground of the terminal on its input.
             let child = try Spawned(
-                settings.command, environment: environment, stdin: .inherit, output: .inherit, searchPath: true, foreground: interactive)
+                settings.command, environment: environment, stdin: .inherit, output: .inherit, searchPath: true, foreground: interactive,
+                stopGrace: SupervisorMachine.restartGrace)
             state.withLockedValue { $0.child = child }
             logger.info("started", metadata: ["command": "\(settings.command[0])", "pid": "\(child.pid)"])
             waiter.async { [self] in

@@ -59,7 +59,13 @@ package struct StateStore: Sendable, Equatable {
     /// The record in `bytes`, nil unless it is one with a token fit for a cookie.
     package static func decode(_ bytes: [UInt8]) -> Record? {
         let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
+        decoder.dateDecodingStrategy = .custom { decoder in
+            let text = try decoder.singleValueContainer().decode(String.self)
+            guard let date = SavedTime.parse(text) else {
+                throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "not an ISO 8601 time"))
+            }
+            return date
+        }
         guard let record = try? decoder.decode(Record.self, from: Data(bytes)), WAFToken.isUsable(record.value) else { return nil }
         return record
     }

@@ -230,19 +230,15 @@ public final class Spawned: @unchecked Sendable {
 
     /// SIGTERM to the group, and SIGKILL to it after `grace` unless nothing of it runs by then.
     private func endGroup(grace: Duration) {
-        Spawned.end(grace: grace, running: { !ProcessGroup.live(pid).isEmpty }, signal: signalGroup)
-    }
-
-    /// The ending of one group or several: SIGTERM, SIGKILL after `grace` unless nothing runs.
-    private static func end(grace: Duration, running: () -> Bool, signal: (Int32) -> Void) {
-        signal(SIGTERM)
+        let running = { !ProcessGroup.live(self.pid).isEmpty }
+        signalGroup(SIGTERM)
         // Stopped members would sleep through SIGTERM: they go on, to end.
-        signal(SIGCONT)
+        signalGroup(SIGCONT)
         let clock = ContinuousClock()
         let deadline = clock.now + grace
         while clock.now < deadline, running() { usleep(10_000) }
         guard running() else { return }
-        signal(SIGKILL)
+        signalGroup(SIGKILL)
         // A killed process runs until the kernel has torn it down, which a loaded machine takes
         // its time over: the group is ended when none of it runs, not when the signal is sent.
         let killed = clock.now + .seconds(2)

@@ -22,7 +22,7 @@ struct DeliveryTests {
         let (pidFile, counted, tokenFile) = (directory.path + "/app.pid", directory.path + "/seen", directory.path + "/token")
         // The app: on each SIGHUP it reads the token file, as a program that reloads on HUP does.
         let app = try SpawnedProcess(
-            "/bin/sh", ["-c", "echo $$ > \(pidFile); trap 'cat \(tokenFile) >> \(counted); echo >> \(counted)' HUP; while :; do sleep 0.05; done"],
+            "/bin/sh", ["-c", "trap 'cat \(tokenFile) >> \(counted); echo >> \(counted)' HUP; echo $$ > \(pidFile); while :; do sleep 0.05; done"],
             output: directory.path + "/app.log")
         defer { app.signal(SIGKILL) }
         #expect(await eventually { FileManager.default.fileExists(atPath: pidFile) })

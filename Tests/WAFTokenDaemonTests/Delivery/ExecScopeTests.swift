@@ -56,14 +56,17 @@ struct ExecScopeTests {
         let socket = directory.path + "/token.sock"
         let marker = "641.\(getpid())"
         defer { for pid in ProcessGroupTests.running(marker) { kill(pid, SIGKILL) } }
-        // Each child leaves a grandchild in its group that ignores SIGTERM, and ends on SIGTERM.
-        let child = "echo start >> \(directory.path)/log; (trap '' TERM; sleep \(marker)) & trap 'exit 0' TERM; while :; do sleep 0.05; done"
+        // Each child leaves a grandchild in its group that ignores SIGTERM, and ends on SIGTERM. It
+        // logs its start only once its trap is set: a SIGTERM before the trap would end it with 143.
+        let child = "trap 'exit 0' TERM; (trap '' TERM; sleep \(marker)) & echo start >> \(directory.path)/log; while :; do sleep 0.05; done"
         let supervisor = try ExecTests.exec(service, directory, socket: socket, ["--on-token", "restart"], ["/bin/sh", "-c", child])
         let starts = { ((try? String(contentsOfFile: directory.path + "/log", encoding: .utf8)) ?? "").split(separator: "\n").count }
         #expect(await eventually(for: .seconds(20)) { starts() == 1 && ProcessGroupTests.running(marker).count == 1 }, "started")
         #expect(try await curl(socket, "/v1/refresh", ["-X", "POST"]).code == 200)
         #expect(await eventually(for: .seconds(30)) { starts() == 2 }, "restarted")
-        #expect(ProcessGroupTests.running(marker).count == 1, "the first child's grandchild was ended with its group; the second's runs")
+        #expect(
+            await eventually(for: .seconds(30)) { ProcessGroupTests.running(marker).count == 1 },
+            "the first child's grandchild was ended with its group; the second's runs: \(ProcessGroupTests.running(marker))")
         supervisor.signal(SIGTERM)
         #expect(await supervisor.waitForExit(timeout: .seconds(30)) == 0)
         #expect(ProcessGroupTests.running(marker).isEmpty, "nothing outlives exec: \(ProcessGroupTests.running(marker))")

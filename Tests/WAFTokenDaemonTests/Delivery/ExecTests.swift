@@ -12,13 +12,14 @@ import Glibc
 @Suite("waf-tokend exec", .offPool, .timeLimit(.minutes(2)))
 struct ExecTests {
     /// A child that writes `start <token>` when it starts, `hup <token>` on each SIGHUP (the file
-    /// read again), `term` on SIGTERM and then exits 0; its pid in `pid`.
+    /// read again), `term` on SIGTERM and then exits 0; its pid in `pid`. The traps come first, so
+    /// a signal sent once `start` is logged finds them set.
     static func recorder(_ directory: URL) -> String {
         let log = directory.path + "/child.log"
         return """
-            echo $$ > \(directory.path)/pid; echo "start $(cat "$WAF_TOKEN_FILE")" >> \(log)
             trap 'echo "hup $(cat "$WAF_TOKEN_FILE")" >> \(log)' HUP
             trap 'echo term >> \(log); exit 0' TERM
+            echo $$ > \(directory.path)/pid; echo "start $(cat "$WAF_TOKEN_FILE")" >> \(log)
             while :; do sleep 0.05; done
             """
     }

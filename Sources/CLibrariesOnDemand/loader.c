@@ -18,14 +18,15 @@ static atomic_flag failing = ATOMIC_FLAG_INIT;
 static atomic_bool handling_failure;
 static atomic_flag exit_hook_installed = ATOMIC_FLAG_INIT;
 
-// A clean stop that reaches exit() while the handler runs (a SIGTERM meanwhile) would end the
-// process with its own status, 0 or 143, and the handler's work half done: it waits instead for
-// the handler's _exit(1).
-static void waf_library_wait_at_exit(void) {
+void waf_library_wait_if_failing(void) {
     if (atomic_load(&handling_failure)) {
         for (;;) pause();
     }
 }
+
+// The same at exit(), for a path that does not call it first. Handlers registered after this
+// one (OpenSSL's, on its first use) run before it: hence the explicit call too.
+static void waf_library_wait_at_exit(void) { waf_library_wait_if_failing(); }
 
 void waf_library_on_failure(void (*handler)(void)) {
     atomic_store_explicit(&failure_handler, handler, memory_order_release);

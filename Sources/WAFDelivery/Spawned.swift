@@ -21,11 +21,6 @@ public final class Spawned: @unchecked Sendable {
     private let lock = NIOLock()
     private var reaped: Ending?
 
-    /// The children not yet reaped, with the grace each group has after SIGTERM, whose groups
-    /// `endEveryGroup` ends. A pid leaves it before it is reaped, so that every pid here is still
-    /// its child's (and its group's id).
-    private static let unreaped = TimedLock<[pid_t: Duration]>([:])
-
     /// How long a hook's group has after SIGTERM before SIGKILL.
     public static let hookGrace = Duration.seconds(2)
 
@@ -111,7 +106,7 @@ public final class Spawned: @unchecked Sendable {
         var pid: pid_t = 0
         // Started and listed under one hold of the list: `endEveryGroup`, which holds it until the
         // process exits, sees every child, and none starts once it has begun.
-        let spawned = Spawned.unreaped.withLock { unreaped in
+        let spawned = Children.change { unreaped in
             let spawned =
                 searchPath
                 ? posix_spawnp(&pid, program, &actions, &attributes, arguments, variables)
@@ -189,45 +184,6 @@ public final class Spawned: @unchecked Sendable {
         return reap()
     }
 
-    /// Ends the group of every child not yet reaped (SIGTERM, SIGKILL after each one's stop grace
-    /// to what still runs), without reaping, then runs `last`: for a process that exits once `last`
-    /// returns (a library it loads on first use is missing), whose children must not outlive it
-    /// (HOOK-7, EXEC-5). Holds the list throughout, and `last` should not return: no pid is reaped
-    /// (and given to another process) while it is signalled, no child starts meanwhile, and no
-    /// waiter reports a child's end (which would begin a stop with another status). The list is
-    /// waited for `within` at most: a spawn holds it until its child has called exec, which a
-    /// program on a hung mount never finishes; then `last` runs with the groups left as they are.
-    public static func endEveryGroup(within wait: Duration, last: () -> Never) -> Never {
-        _ = unreaped.withLock(within: wait) { children -> Never in
-            endGroups(children)
-            last()
-        }
-        last()
-    }
-
-    /// SIGTERM (and SIGCONT) to every group, then SIGKILL to each that still runs after its grace;
-    /// done when none runs, or 2 s after a group's SIGKILL (the kernel's to finish then).
-    private static func endGroups(_ children: [pid_t: Duration]) {
-        for pid in children.keys {
-            _ = Glibc.kill(-pid, SIGTERM)
-            _ = Glibc.kill(-pid, SIGCONT)
-        }
-        let clock = ContinuousClock()
-        let start = clock.now
-        var running = children
-        var killed: [pid_t: ContinuousClock.Instant] = [:]
-        while true {
-            let now = clock.now
-            running = running.filter { pid, _ in !ProcessGroup.live(pid).isEmpty && killed[pid].map { now < $0 + .seconds(2) } ?? true }
-            for (pid, grace) in running where killed[pid] == nil && now >= start + grace {
-                _ = Glibc.kill(-pid, SIGKILL)
-                killed[pid] = now
-            }
-            if running.isEmpty { return }
-            usleep(10_000)
-        }
-    }
-
     /// SIGTERM to the group, and SIGKILL to it after `grace` unless nothing of it runs by then.
     private func endGroup(grace: Duration) {
         let running = { !ProcessGroup.live(self.pid).isEmpty }
@@ -242,7 +198,11 @@ public final class Spawned: @unchecked Sendable {
         // A killed process runs until the kernel has torn it down, which a loaded machine takes
         // its time over: the group is ended when none of it runs, not when the signal is sent.
         let killed = clock.now + .seconds(2)
-        while clock.now < killed, running() { usleep(5_000) }
+        while clock.now < killed, running() {
+            usleep(5_000)
+            // Again: a member forking as the first one came may leave a child.
+            signalGroup(SIGKILL)
+        }
     }
 
     /// Whether the child ended within `timeout` (nil: for ever), without reaping it: until then its
@@ -276,7 +236,7 @@ public final class Spawned: @unchecked Sendable {
     private func reap() -> Ending {
         lock.withLock {
             if let reaped { return reaped }
-            Spawned.unreaped.withLock { _ = $0.removeValue(forKey: pid) }
+            Children.change { _ = $0.removeValue(forKey: pid) }
             var raw: Int32 = 0
             var result: pid_t
             repeat { result = waitpid(pid, &raw, 0) } while result < 0 && errno == EINTR
@@ -285,37 +245,5 @@ public final class Spawned: @unchecked Sendable {
             reaped = ending
             return ending
         }
-    }
-}
-
-/// The processes of a process group, read from `/proc`.
-enum ProcessGroup {
-    /// The pids of the members of group `id` that are alive (not zombies).
-    static func live(_ id: pid_t) -> [pid_t] {
-        guard let directory = opendir("/proc") else { return [] }
-        defer { closedir(directory) }
-        var members: [pid_t] = []
-        while let entry = readdir(directory) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard let pid = pid_t(name), let (state, group) = stat(of: pid), group == id, state != "Z", state != "X" else { continue }
-            members.append(pid)
-        }
-        return members
-    }
-
-    /// A process's state letter and its process group, from `/proc/PID/stat`.
-    private static func stat(of pid: pid_t) -> (Character, pid_t)? {
-        let descriptor = open("/proc/\(pid)/stat", O_RDONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 1024)
-        let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { return nil }
-        let text = String(decoding: bytes.prefix(count), as: UTF8.self)
-        // After the command's name (which may hold spaces and parentheses): state, ppid, pgrp.
-        guard let close = text.lastIndex(of: ")") else { return nil }
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 2, let state = fields[0].first, let group = pid_t(fields[2]) else { return nil }
-        return (state, group)
     }
 }

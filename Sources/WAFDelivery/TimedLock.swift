@@ -4,7 +4,7 @@ import Glibc
 
 /// A value behind a pthread mutex (which the thread sanitizer sees) that can also be waited for
 /// with a deadline: what a process ending at once may not wait on for ever.
-final class TimedLock<Value>: @unchecked Sendable {
+final class TimedLock<Value: Sendable>: @unchecked Sendable {
     // Sendable by hand: `value` is read and written only while `mutex` is held.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var value: Value
@@ -25,15 +25,17 @@ final class TimedLock<Value>: @unchecked Sendable {
         return try body(&value)
     }
 
-    /// Nil when the lock was not had within `wait`.
+    /// Nil when the lock was not had within `wait` (on the monotonic clock: a wall clock stepped
+    /// meanwhile neither shortens nor stretches it). Tried every millisecond, as
+    /// `pthread_mutex_clocklock` is not in the Swift overlay: this is the path of a process that is
+    /// ending anyway.
     func withLock<Result>(within wait: Duration, _ body: (inout Value) -> Result) -> Result? {
-        var deadline = timespec()
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        let (seconds, attoseconds) = wait.components
-        let nanoseconds = Int(deadline.tv_nsec) + Int(attoseconds / 1_000_000_000)
-        deadline.tv_sec += Int(seconds) + nanoseconds / 1_000_000_000
-        deadline.tv_nsec = nanoseconds % 1_000_000_000
-        guard pthread_mutex_timedlock(mutex, &deadline) == 0 else { return nil }
+        let clock = ContinuousClock()
+        let deadline = clock.now + max(wait, .zero)
+        while pthread_mutex_trylock(mutex) != 0 {
+            guard clock.now < deadline else { return nil }
+            usleep(1_000)
+        }
         defer { pthread_mutex_unlock(mutex) }
         return body(&value)
     }

@@ -4,10 +4,6 @@ import FoundationEssentials
 import Foundation
 #endif
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// The state file's `fetchedAt`, read without Foundation's ISO 8601 parser: that parser's first
 /// use sets up calendars and time zones (reading `/etc/localtime`), about 3 % of a start's CPU
 /// (docs/performance.md, "Start-up"). What `JSONEncoder`'s `.iso8601` writes, `2026-11-29T06:42:17Z`,
@@ -35,14 +31,19 @@ enum SavedTime {
             let minute = number(14..<16), let second = number(17..<19), year >= 1970, (1...12).contains(month),
             (1...days(in: month, of: year)).contains(day), hour < 24, minute < 60, second < 60
         else { return nil }
-        var fields = tm()
-        fields.tm_year = Int32(year - 1900)
-        fields.tm_mon = Int32(month - 1)
-        fields.tm_mday = Int32(day)
-        fields.tm_hour = Int32(hour)
-        fields.tm_min = Int32(minute)
-        fields.tm_sec = Int32(second)
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&fields)))
+        return Date(
+            timeIntervalSince1970: TimeInterval(daysSince1970(year: year, month: month, day: day) * 86_400 + hour * 3_600 + minute * 60 + second))
+    }
+
+    /// Days from 1970-01-01 to a date of the proleptic Gregorian calendar (Howard Hinnant's
+    /// `days_from_civil`): plain arithmetic, where `timegm` reads the time zone on its first call.
+    static func daysSince1970(year: Int, month: Int, day: Int) -> Int {
+        let shifted = month <= 2 ? year - 1 : year
+        let era = (shifted >= 0 ? shifted : shifted - 399) / 400
+        let yearOfEra = shifted - era * 400
+        let dayOfYear = (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
     }
 
     private static func days(in month: Int, of year: Int) -> Int {

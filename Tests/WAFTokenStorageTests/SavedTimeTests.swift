@@ -13,9 +13,10 @@ struct SavedTimeTests {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         var generator = SystemRandomNumberGenerator()
-        // Whole seconds from 1970 to 2200, leap days and month ends among them.
-        let fixed: [TimeInterval] = [0, 951_782_400, 951_868_799, 1_709_164_800, 4_107_542_399, 7_258_118_399]
-        for seconds in fixed + (0..<2000).map({ _ in TimeInterval(UInt32.random(in: 0...UInt32.max, using: &generator)) }) {
+        // Whole seconds from 1970 to 9999, leap days (2000's, not 2100's) and month ends among them.
+        let fixed: [TimeInterval] = [0, 951_782_400, 951_868_799, 1_709_164_800, 4_107_542_399, 4_107_542_400, 7_258_118_399, 253_402_300_799]
+        let random = (0..<2000).map { _ in TimeInterval(Int64.random(in: 0...253_402_300_799, using: &generator)) }
+        for seconds in fixed + random {
             let date = Date(timeIntervalSince1970: seconds)
             let text = try #require(String(data: try encoder.encode([date]), encoding: .utf8)).dropFirst(2).dropLast(2)
             let byHand = try #require(SavedTime.utc(Array(text.utf8)), "\(text)")

@@ -10,4 +10,9 @@
 /// wait for it to end the process.
 void waf_library_on_failure(void (*handler)(void));
 
+/// Returns at once, unless the handler is running: then never (it ends the process with status 1).
+/// For a clean stop that ends while the handler runs (a SIGTERM meanwhile), before it exits with
+/// its own status (0 or 143) with the handler's work half done.
+void waf_library_wait_if_failing(void);
+
 #endif

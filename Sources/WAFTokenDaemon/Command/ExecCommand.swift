@@ -102,7 +102,11 @@ enum ExecMode {
             }
             temporary = String(cString: made)
             tokenFile = temporary! + "/token"
-            LibraryFailure.removeOnFailure(directory: temporary!)
+            guard LibraryFailure.removeOnFailure(directory: temporary!) else {
+                writeStandardError("waf-tokend: cannot open its private directory \(temporary!): \(String(cString: strerror(errno)))\n")
+                rmdir(temporary!)
+                return DaemonFailure.Code.osError.rawValue
+            }
         }
         if options.tokenFile != nil || temporary != nil {
             sources.commandLine[chosen.isDefault ? "sinks.tokenFile" : "providers.\(chosen.name).sinks.tokenFile"] = tokenFile

@@ -26,12 +26,23 @@ enum LibraryFailure {
         waf_library_on_failure { LibraryFailure.handle() }
     }
 
-    /// Exec's private directory, just made: removed with what it holds.
-    static func removeOnFailure(directory path: String) {
+    /// Exec's private directory, just made: removed with what it holds. False when it cannot be
+    /// opened (no descriptor left): exec does not start a child whose token it could not take away.
+    static func removeOnFailure(directory path: String) -> Bool {
         let descriptor = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
         var status = stat()
-        guard descriptor >= 0, fstat(descriptor, &status) == 0 else { return }
+        guard fstat(descriptor, &status) == 0 else {
+            close(descriptor)
+            return false
+        }
         privateDirectory.withLockedValue { $0 = Directory(path: path, descriptor: descriptor, identity: (status.st_dev, status.st_ino)) }
+        return true
+    }
+
+    /// Before a clean stop exits: never returns while the handler runs, which ends the process.
+    static func waitIfFailing() {
+        waf_library_wait_if_failing()
     }
 
     private static func handle() -> Never {
@@ -45,13 +56,16 @@ enum LibraryFailure {
 
     /// A token write may put a file in the directory while it is emptied (a refresh finishing): it
     /// is emptied until it can be removed, after which no write can create anything there. The
-    /// child (the same user) may have made directories in it: those are emptied one level deep.
+    /// child (the same user) may have made directories in it: those are emptied too, to a depth
+    /// that bounds the descriptors held at once.
     private static func remove(_ directory: Directory) {
         for _ in 0..<100 {
-            empty(directory.descriptor, depth: 1)
+            empty(directory.descriptor, depth: 16)
             var status = stat()
             guard lstat(directory.path, &status) == 0, (status.st_dev, status.st_ino) == directory.identity else { return }
             if rmdir(directory.path) == 0 || errno == ENOENT { return }
+            // A writer between the emptying and the rmdir: it is given a moment to finish.
+            usleep(1_000)
         }
     }
 

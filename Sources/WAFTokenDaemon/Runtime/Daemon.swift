@@ -19,6 +19,14 @@ public enum Daemon {
 
     /// `exec`: `waf-tokend exec`'s supervisor runs too, and the exit code is its child's.
     static func run(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
+        let code = await serve(sources: sources, demo: demo, exec: exec)
+        // A stop that ends while a missing library's handler runs leaves the exit to it (status 1),
+        // and exec's private directory, which it removes.
+        LibraryFailure.waitIfFailing()
+        return code
+    }
+
+    private static func serve(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
         // Under exec, done before its signals were armed: ignoring a signal again after a
         // dispatch source for it exists would take the source's handler away.
         if exec == nil { SignalService.ignoreDefaultActions() }

@@ -23,7 +23,8 @@ struct LibraryFailureTests {
         defer {
             ProcessGroupTests.sweep(marker)
             if let pid = pid_t((try? String(contentsOfFile: directory.path + "/pid", encoding: .utf8))?.trimmingCharacters(in: .newlines) ?? "") {
-                kill(-pid, SIGKILL)
+                // Only while the pid still leads a group, as the child did: not a later process's.
+                if getpgid(pid) == pid { kill(-pid, SIGKILL) }
             }
         }
         let daemon = productsDirectory.appendingPathComponent("waf-tokend").path

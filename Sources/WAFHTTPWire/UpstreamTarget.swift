@@ -32,6 +32,8 @@ package struct UpstreamTarget: Sendable, Hashable {
     /// The path and query of a request target: an absolute-form target loses its scheme and
     /// authority, and anything else is put below `/`.
     package static func originForm(_ requestURI: String) -> String {
+        // Nearly every request: already a path.
+        if requestURI.utf8.first == UInt8(ascii: "/") { return requestURI }
         var uri = Substring(requestURI)
         if !uri.hasPrefix("/"), let schemeEnd = uri.firstRange(of: "://") {
             let rest = uri[schemeEnd.upperBound...]

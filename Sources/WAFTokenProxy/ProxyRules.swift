@@ -52,51 +52,71 @@ enum ProxyRules {
     ) {
         let tokenCookie = token != nil && placement == .cookie && cookieApplies(target)
         let tokenHeader = token != nil && placement == .header
-        buffer.writeString(head.method)
-        buffer.writeStaticString(" ")
-        buffer.writeString(target)
-        buffer.writeStaticString(" HTTP/1.1\r\n")
         let hop = HopByHop(head)
-        var cookies: [String] = []
-        for field in head.fields where !hop.drops(field) {
-            if head.equals(field.name, lowercase: "host") || head.equals(field.name, lowercase: "content-length")
-                || head.equals(field.name, lowercase: "expect")
-            {
-                continue
-            }
-            if tokenCookie, head.equals(field.name, lowercase: "cookie") {
-                cookies.append(head.string(field.value))
-                continue
-            }
-            if tokenHeader, head.equals(field.name, lowercase: "x-aws-waf-token") { continue }
-            writeLine(head, field, into: &buffer)
-        }
-        buffer.writeStaticString("Host: ")
-        buffer.writeString(upstream.authority)
-        buffer.writeStaticString("\r\n")
+        // The client's cookies and the token in one header; without cookies (the common case),
+        // no pairs of a merge are built.
+        var merged: String?
         if let token, tokenCookie {
-            buffer.writeStaticString("Cookie: ")
-            if cookies.isEmpty {
-                // The common case, without building the pairs of a merge.
-                buffer.writeString(WAFCookie.name)
-                buffer.writeStaticString("=")
-                buffer.writeString(token)
-            } else {
-                buffer.writeString(WAFCookie.merged(cookies, token: token))
+            var cookies: [String] = []
+            for field in head.fields where head.equals(field.name, lowercase: "cookie") && !hop.drops(field) {
+                cookies.append(head.string(field.value))
             }
-            buffer.writeStaticString("\r\n")
+            if !cookies.isEmpty { merged = WAFCookie.merged(cookies, token: token) }
         }
-        if let token, tokenHeader {
-            buffer.writeStaticString("x-aws-waf-token: ")
-            buffer.writeString(token)
-            buffer.writeStaticString("\r\n")
+        var length: String?
+        if case .length(let count) = framing { length = String(count) }
+        // Every field line is at most as long as it came, with its CRLF; the rest is counted here.
+        let bound =
+            head.bytes.readableBytes + target.utf8.count + upstream.authority.utf8.count + (merged?.utf8.count ?? 0)
+            + (token?.utf8.count ?? 0) + WAFCookie.name.utf8.count + (length?.utf8.count ?? 0) + 160
+        head.bytes.withUnsafeReadableBytes { raw in
+            HeadBytes.write(into: &buffer, bound: bound) { out in
+                out.append(UnsafeRawBufferPointer(rebasing: raw[head.first]))
+                out.append(" ")
+                out.append(target)
+                out.append(" HTTP/1.1\r\n")
+                for field in head.fields where !hop.drops(field) {
+                    let name = field.name
+                    if head.equals(name, lowercase: "host") || head.equals(name, lowercase: "content-length")
+                        || head.equals(name, lowercase: "expect")
+                        || (tokenCookie && head.equals(name, lowercase: "cookie"))
+                        || (tokenHeader && head.equals(name, lowercase: "x-aws-waf-token"))
+                    {
+                        continue
+                    }
+                    out.append(UnsafeRawBufferPointer(rebasing: raw[field.line]))
+                    out.append("\r\n")
+                }
+                out.append("Host: ")
+                out.append(upstream.authority)
+                out.append("\r\n")
+                if let token, tokenCookie {
+                    out.append("Cookie: ")
+                    if let merged {
+                        out.append(merged)
+                    } else {
+                        out.append(WAFCookie.name)
+                        out.append("=")
+                        out.append(token)
+                    }
+                    out.append("\r\n")
+                }
+                if let token, tokenHeader {
+                    out.append("x-aws-waf-token: ")
+                    out.append(token)
+                    out.append("\r\n")
+                }
+                switch framing {
+                case .none: if head.values("content-length") == ["0"] { out.append("Content-Length: 0\r\n") }
+                case .length:
+                    out.append("Content-Length: ")
+                    out.append(length!)
+                    out.append("\r\n")
+                case .chunked: out.append("Transfer-Encoding: chunked\r\n")
+                }
+                out.append("Via: 1.1 waf-tokend\r\n\r\n")
+            }
         }
-        switch framing {
-        case .none: if head.values("content-length") == ["0"] { buffer.writeStaticString("Content-Length: 0\r\n") }
-        case .length(let count): buffer.writeString("Content-Length: \(count)\r\n")
-        case .chunked: buffer.writeStaticString("Transfer-Encoding: chunked\r\n")
-        }
-        buffer.writeStaticString("Via: 1.1 waf-tokend\r\n\r\n")
     }
 
     /// RFC 9110 §9.2.2: methods whose effect is the same however often they are sent (GET, HEAD,
@@ -138,27 +158,29 @@ enum ProxyRules {
     static func writeClientHead(
         _ head: HTTPHead, framing: HTTPFraming, clientFraming: ClientFraming, keepAlive: Bool, into buffer: inout ByteBuffer
     ) {
-        head.bytes.withUnsafeReadableBytes { raw in
-            HTTPHeadWriter.writeStatusLine(
-                code: UnsafeRawBufferPointer(rebasing: raw[head.second]), reason: UnsafeRawBufferPointer(rebasing: raw[head.third]), into: &buffer)
-        }
         let hop = HopByHop(head)
-        for field in head.fields where !hop.drops(field) {
-            // A length that does not frame what the client gets goes: decoded chunks, a body to the
-            // close, and a chunked answer that also named a length (RFC 9112 §6.3: an intermediary
-            // MUST remove it; the client must not be able to read the body two ways, TENANT-9).
-            if clientFraming != .asUpstream || framing == .chunked, head.equals(field.name, lowercase: "content-length") { continue }
-            writeLine(head, field, into: &buffer)
+        // A length that does not frame what the client gets goes: decoded chunks, a body to the
+        // close, and a chunked answer that also named a length (RFC 9112 §6.3: an intermediary
+        // MUST remove it; the client must not be able to read the body two ways, TENANT-9).
+        let dropLength = clientFraming != .asUpstream || framing == .chunked
+        head.bytes.withUnsafeReadableBytes { raw in
+            HeadBytes.write(into: &buffer, bound: head.bytes.readableBytes + 96) { out in
+                out.append("HTTP/1.1 ")
+                out.append(UnsafeRawBufferPointer(rebasing: raw[head.second]))
+                out.append(" ")
+                out.append(UnsafeRawBufferPointer(rebasing: raw[head.third]))
+                out.append("\r\n")
+                for field in head.fields where !hop.drops(field) {
+                    if dropLength, head.equals(field.name, lowercase: "content-length") { continue }
+                    out.append(UnsafeRawBufferPointer(rebasing: raw[field.line]))
+                    out.append("\r\n")
+                }
+                if framing == .chunked, clientFraming == .asUpstream { out.append("Transfer-Encoding: chunked\r\n") }
+                out.append("Via: 1.1 waf-tokend\r\n")
+                if !keepAlive || clientFraming != .asUpstream { out.append("Connection: close\r\n") }
+                out.append("\r\n")
+            }
         }
-        if framing == .chunked, clientFraming == .asUpstream { buffer.writeStaticString("Transfer-Encoding: chunked\r\n") }
-        buffer.writeStaticString("Via: 1.1 waf-tokend\r\n")
-        if !keepAlive || clientFraming != .asUpstream { buffer.writeStaticString("Connection: close\r\n") }
-        buffer.writeStaticString("\r\n")
-    }
-
-    private static func writeLine(_ head: HTTPHead, _ field: HTTPHead.Field, into buffer: inout ByteBuffer) {
-        _ = head.bytes.withUnsafeReadableBytes { raw in buffer.writeBytes(UnsafeRawBufferPointer(rebasing: raw[field.line])) }
-        buffer.writeStaticString("\r\n")
     }
 
     /// What a challenge leads to.
@@ -213,9 +235,20 @@ enum ProxyRules {
 
         func drops(_ field: HTTPHead.Field) -> Bool {
             let name = field.name
-            // Compared in place, without making a string of the name.
-            for hop in ProxyRules.hopByHop where head.equals(name, lowercase: hop) { return true }
-            return !named.isEmpty && named.contains(head.string(name).lowercased())
+            // Compared in place, without making a string of the name, and only with the names
+            // of its length (`hopByHop`, which the tests hold this to).
+            let listed =
+                switch name.count {
+                case 2: head.equals(name, lowercase: "te")
+                case 7: head.equals(name, lowercase: "trailer") || head.equals(name, lowercase: "upgrade")
+                case 10: head.equals(name, lowercase: "connection") || head.equals(name, lowercase: "keep-alive")
+                case 16: head.equals(name, lowercase: "proxy-connection")
+                case 17: head.equals(name, lowercase: "transfer-encoding")
+                case 18: head.equals(name, lowercase: "proxy-authenticate")
+                case 19: head.equals(name, lowercase: "proxy-authorization")
+                default: false
+                }
+            return listed || (!named.isEmpty && named.contains(head.string(name).lowercased()))
         }
     }
 }

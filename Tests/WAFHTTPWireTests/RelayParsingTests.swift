@@ -20,6 +20,14 @@ struct RelayParsingTests {
         }
     }
 
+    @Test("a header name's bytes are RFC 9110's tchar, and no other byte of the 256")
+    func tokenBytes() {
+        let tchar = Set("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8)
+        for byte in UInt8.min...UInt8.max {
+            #expect(HTTPHeadParser.isToken(byte) == tchar.contains(byte), "byte \(byte)")
+        }
+    }
+
     /// Every shape by which a proxy and the server behind it could disagree on where a request
     /// ends: refused before anything goes upstream.
     @Test(

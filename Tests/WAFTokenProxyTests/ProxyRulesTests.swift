@@ -75,6 +75,42 @@ struct ProxyRulesTests {
         #expect(sent.headers["cookie"] == ["a=1"])
     }
 
+    @Test("each name of the hop-by-hop list stays behind in any case, and no other name of the same length")
+    func hopByHopList() {
+        let decoys = ["ab", "accepts", "x-forward1", "x-proxy-connecti", "transfer-encodinx", "proxy-authenticatx", "proxy-authorizatiox"]
+        for hop in ProxyRules.hopByHop.map({ "\($0)" }) {
+            for name in [hop, hop.uppercased(), hop.prefix(1).uppercased() + hop.dropFirst()] {
+                let client = Self.forward(Self.head("/x", [(name, "v"), ("Accept", "*/*")]))
+                #expect(!client.headers.names.contains(hop) && client.headers["accept"] == ["*/*"], "\(name)")
+                var bytes = ByteBuffer()
+                ProxyRules.writeClientHead(
+                    Self.answer("200 OK", [(name, "v")]), framing: .none, clientFraming: .asUpstream, keepAlive: true, into: &bytes)
+                #expect(!Fields(head: try! HTTPHeadParser.response(bytes)).names.contains(hop), "\(name)")
+            }
+        }
+        for decoy in decoys {
+            #expect(Self.forward(Self.head("/x", [(decoy, "v")])).headers[decoy] == ["v"], "\(decoy)")
+        }
+    }
+
+    @Test("a head of long fields, cookies to merge and a length is written whole, byte for byte")
+    func longHeadWhole() {
+        let long = String(repeating: "v", count: 20_000)
+        let head = Self.head(
+            "/x?" + long, [("Cookie", "a=\(long)"), ("X-Long", long), ("Cookie", "aws-waf-token=OLD; b=\(long)"), ("Content-Length", "12")],
+            method: "POST")
+        let token = String(repeating: "T", count: 4_000)
+        var bytes = ByteBuffer()
+        let target = try! ProxyRules.upstreamTarget(for: head, upstream: Self.upstream).get()
+        ProxyRules.writeUpstreamHead(
+            head, target: target, upstream: Self.upstream, token: token, placement: .cookie, cookieApplies: { _ in true },
+            framing: .length(12), into: &bytes)
+        let expected =
+            "POST /base/x?\(long) HTTP/1.1\r\nX-Long: \(long)\r\nHost: api.example.com\r\n"
+            + "Cookie: a=\(long); b=\(long); aws-waf-token=\(token)\r\nContent-Length: 12\r\nVia: 1.1 waf-tokend\r\n\r\n"
+        #expect(String(buffer: bytes) == expected)
+    }
+
     @Test("hop-by-hop headers stay behind, with every header the Connection header names (RFC 9110 §7.6.1)")
     func hopByHop() {
         let sent = Self.forward(

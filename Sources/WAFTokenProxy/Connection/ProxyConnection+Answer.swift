@@ -120,7 +120,7 @@ extension ProxyConnection {
         guard isOpen else { return }
         if ending.tellGuard { requestStarted() }
         let reply = error.reply
-        count(reply.status)
+        count(statusCode: Int(reply.status.code))
         // A HEAD gets the head alone: a body after it would be read as the next answer.
         let headOnly = headOnly ?? (ending.request?.head.isHead == true)
         socket.write(reply.encoded(keepAlive: ending.keepAlive, headOnly: headOnly, allocator: ByteBufferAllocator()))
@@ -129,9 +129,9 @@ extension ProxyConnection {
 
     /// The upstream's answer head (or a held one) to the client, framed as `clientFraming` says.
     func sendHead(_ head: HTTPHead, _ framing: HTTPFraming, _ clientFraming: ProxyRules.ClientFraming, keepAlive: Bool) {
-        count(HTTPResponseStatus(statusCode: head.status))
+        count(statusCode: head.status)
+        // Sized by the writer, in one allocation.
         var bytes = ByteBuffer()
-        bytes.reserveCapacity(head.bytes.readableBytes + 128)
         ProxyRules.writeClientHead(head, framing: framing, clientFraming: clientFraming, keepAlive: keepAlive, into: &bytes)
         socket.write(bytes)
     }
@@ -142,9 +142,9 @@ extension ProxyConnection {
         !proxy.shuttingDown.load(ordering: .relaxed) && stillAllowed()
     }
 
-    private func count(_ status: HTTPResponseStatus) {
+    private func count(statusCode: Int) {
         proxy.board.requests.add(1, ordering: .relaxed)
-        proxy.requestCounters[Int(min(max(status.code / 100, 1), 5)) - 1].increment()
+        proxy.requestCounters[min(max(statusCode / 100, 1), 5) - 1].increment()
     }
 
     func armStallTimer(_ exchange: ProxyExchange) {

@@ -67,8 +67,8 @@ extension ProxyConnection: UpstreamDelegate {
         connection.delegate = self
         connection.expectAnswer(toHead: exchange.head.isHead, decodeChunks: exchange.head.minorVersion == 0)
         let framing = attach.framing
+        // Sized by the writer, in one allocation.
         var request = ByteBuffer()
-        request.reserveCapacity(exchange.head.bytes.readableBytes + 512)
         ProxyRules.writeUpstreamHead(
             exchange.head, target: exchange.target, upstream: exchange.route.settings.upstream, token: exchange.sentToken,
             placement: exchange.route.settings.tokenIn,

@@ -85,8 +85,10 @@ package enum HTTPHeadParser {
     }
 
     private static func version(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>) throws(Failure) -> Int {
-        let text = raw[range]
-        guard text.count == 8, text.starts(with: "HTTP/".utf8), raw[range.lowerBound + 6] == UInt8(ascii: "."),
+        let start = range.lowerBound
+        // Byte by byte: a generic `starts(with:)` was 1 % of the proxy's time.
+        guard range.count == 8, raw[start] == UInt8(ascii: "H"), raw[start + 1] == UInt8(ascii: "T"), raw[start + 2] == UInt8(ascii: "T"),
+            raw[start + 3] == UInt8(ascii: "P"), raw[start + 4] == UInt8(ascii: "/"), raw[start + 6] == UInt8(ascii: "."),
             let major = digit(raw[range.lowerBound + 5]), let minor = digit(raw[range.lowerBound + 7])
         else { throw .malformed("the version is not HTTP/x.y") }
         guard major == 1, minor <= 1 else { throw .unsupportedVersion }

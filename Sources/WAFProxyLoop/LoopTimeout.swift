@@ -9,10 +9,12 @@ public final class LoopTimeout {
     private var end: UInt64?
     private var timer: EpollLoop.Timer?
     private var firesAt = UInt64.max
-    private let expired: () -> Void
+    /// Runs when an end passes unmoved; it looks at its owner's state when it runs. Settable, so
+    /// that an owner can hold its timeouts as constants and give them closures over itself once
+    /// it is initialised.
+    public var expired: () -> Void
 
-    /// `expired` runs when an end passes unmoved; it looks at its owner's state when it runs.
-    public init(on loop: EpollLoop, expired: @escaping () -> Void) {
+    public init(on loop: EpollLoop, expired: @escaping () -> Void = {}) {
         self.loop = loop
         self.expired = expired
     }

@@ -75,10 +75,18 @@ enum ProxyRules {
                 out.append(" ")
                 out.append(target)
                 out.append(" HTTP/1.1\r\n")
-                for field in head.fields where !hop.drops(field) {
+                // A bodiless request's one `Content-Length: 0` goes on: counted here, not read as a
+                // list of values (an array per request).
+                var lengths = 0
+                var lengthIsZero = false
+                for field in head.fields {
                     let name = field.name
-                    if head.equals(name, lowercase: "host") || head.equals(name, lowercase: "content-length")
-                        || head.equals(name, lowercase: "expect")
+                    if head.equals(name, lowercase: "content-length") {
+                        lengths += 1
+                        lengthIsZero = head.equals(field.value, exactly: "0")
+                        continue
+                    }
+                    if hop.drops(field) || head.equals(name, lowercase: "host") || head.equals(name, lowercase: "expect")
                         || (tokenCookie && head.equals(name, lowercase: "cookie"))
                         || (tokenHeader && head.equals(name, lowercase: "x-aws-waf-token"))
                     {
@@ -107,7 +115,7 @@ enum ProxyRules {
                     out.append("\r\n")
                 }
                 switch framing {
-                case .none: if head.values("content-length") == ["0"] { out.append("Content-Length: 0\r\n") }
+                case .none: if lengths == 1, lengthIsZero { out.append("Content-Length: 0\r\n") }
                 case .length:
                     out.append("Content-Length: ")
                     out.append(length!)

@@ -27,9 +27,10 @@ final class ProxyConnection: LoopSocketDelegate {
     /// 504 when the upstream sends nothing for `proxy.upstreamTimeoutSec` (connect, answer or body).
     /// (Its timer holds it weakly, and it dies with the connection: `unowned` is safe, and leaves
     /// the connection without the side table a weak reference would give it.)
-    private(set) lazy var stall = LoopTimeout(on: worker.loop) { [unowned self] in upstreamTimedOut() }
+    /// Constants, not lazy: they are read several times a request.
+    let stall: LoopTimeout
     /// The guard's idle, request or linger timeout, whichever its phase runs.
-    private(set) lazy var timeout = LoopTimeout(on: worker.loop) { [unowned self] in timedOut() }
+    let timeout: LoopTimeout
     /// The connection's guard: its admission, phases, deadlines and the drain window (`+Guard`).
     var guardian = ConnectionGuard()
     /// Bytes from the client not yet taken: a head arriving, body, or the next requests.
@@ -47,12 +48,18 @@ final class ProxyConnection: LoopSocketDelegate {
     /// (Set by `ended` alone, in `ProxyConnection+Settle`.)
     var isOpen = true
 
-    var loop: EpollLoop { worker.loop }
+    /// The worker's, held here: each read through the unowned `worker` costs a check and a retain.
+    let loop: EpollLoop
 
     init(_ socket: LoopSocket, proxy: ProxyContext, worker: ProxyWorker) {
         self.socket = socket
         self.proxy = proxy
         self.worker = worker
+        loop = worker.loop
+        stall = LoopTimeout(on: worker.loop)
+        timeout = LoopTimeout(on: worker.loop)
+        stall.expired = { [unowned self] in upstreamTimedOut() }
+        timeout.expired = { [unowned self] in timedOut() }
         socket.delegate = self
     }
 

@@ -30,10 +30,21 @@ final class ProxyWorker {
         let token: String?
         let setTokenCookie: Bool
         let cookiePath: String
+        /// `cookiePath` is `/` (the default), which every origin-form path is below.
+        private let everyPath: Bool
+
+        init(token: String?, setTokenCookie: Bool, cookiePath: String) {
+            self.token = token
+            self.setTokenCookie = setTokenCookie
+            self.cookiePath = cookiePath
+            everyPath = cookiePath == "/"
+        }
 
         /// COOK-1, COOK-2: as the provider's cookie manager says, from the same snapshot.
         func cookieApplies(toPath path: String) -> Bool {
-            setTokenCookie && WAFCookie.pathMatches(requestPath: path, cookiePath: cookiePath)
+            guard setTokenCookie else { return false }
+            if everyPath { return path.utf8.first == UInt8(ascii: "/") }
+            return WAFCookie.pathMatches(requestPath: path, cookiePath: cookiePath)
         }
     }
 

@@ -11,13 +11,18 @@ extension Spawned {
     /// waiter reports a child's end (which would begin a stop with another status). The list is
     /// waited for `within` at most: a spawn holds it until its child has called exec, which a
     /// program on a hung mount never finishes. Then the groups of the list as it was before that
-    /// spawn end (all but that child's), and `last` runs.
+    /// spawn end (all but that child's), and `last` runs, under the hold of that copy: should the
+    /// spawn finish meanwhile, it stops in `Children.change` still holding the list, so that no
+    /// pid is reaped and no child starts.
     public static func endEveryGroup(within wait: Duration, last: () -> Never) -> Never {
         _ = Children.unreaped.withLock(within: wait) { children -> Never in
             Children.endGroups(children)
             last()
         }
-        if let children = Children.lastReleased.withLock(within: .seconds(1), { $0 }) { Children.endGroups(children) }
+        _ = Children.lastReleased.withLock(within: .seconds(1)) { children -> Never in
+            Children.endGroups(children)
+            last()
+        }
         last()
     }
 }

@@ -6,25 +6,38 @@ import NIOCore
 struct HeadBytes {
     private let region: UnsafeMutableRawBufferPointer
     private(set) var count = 0
+    /// A piece did not fit: what was appended is discarded, and `write` tries again with more.
+    private var outgrown = false
 
     private init(_ region: UnsafeMutableRawBufferPointer) {
         self.region = region
     }
 
-    /// Appends what `body` writes to `buffer`, which `bound` must cover: a head that would
-    /// outgrow its bound is a bug in the bound, and stops the process rather than write past it.
+    /// Appends what `body` writes to `buffer`, which `bound` should cover. A head that outgrows
+    /// it (a bound counted wrong) is written again with twice the room: never past the region,
+    /// and never a crash a client's request could set off.
     static func write(into buffer: inout ByteBuffer, bound: Int, _ body: (inout HeadBytes) -> Void) {
-        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: bound) { region in
-            var bytes = HeadBytes(region)
-            body(&bytes)
-            return bytes.count
+        var room = max(bound, 64)
+        while true {
+            var outgrown = false
+            buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { region in
+                var bytes = HeadBytes(region)
+                body(&bytes)
+                outgrown = bytes.outgrown
+                return outgrown ? 0 : bytes.count
+            }
+            guard outgrown else { return }
+            room *= 2
         }
     }
 
     @inline(__always)
     mutating func append(_ bytes: UnsafeRawBufferPointer) {
-        guard bytes.count > 0 else { return }
-        precondition(count + bytes.count <= region.count, "a head outgrew its bound")
+        guard bytes.count > 0, !outgrown else { return }
+        guard count + bytes.count <= region.count else {
+            outgrown = true
+            return
+        }
         (region.baseAddress! + count).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count)
         count += bytes.count
     }

@@ -93,6 +93,17 @@ struct ProxyRulesTests {
         }
     }
 
+    @Test("a head that outgrows the room counted for it is written again with more, whole, after what the buffer held")
+    func headOutgrowingItsBound() {
+        var buffer = ByteBuffer(string: "before;")
+        let piece = String(repeating: "x", count: 1_000)
+        HeadBytes.write(into: &buffer, bound: 1) { out in
+            for _ in 0..<10 { out.append(piece) }
+            out.append("\r\n")
+        }
+        #expect(String(buffer: buffer) == "before;" + String(repeating: piece, count: 10) + "\r\n")
+    }
+
     @Test("a head of long fields, cookies to merge and a length is written whole, byte for byte")
     func longHeadWhole() {
         let long = String(repeating: "v", count: 20_000)

@@ -59,6 +59,9 @@ enum LibraryFailure {
     /// child (the same user) may have made directories in it: those are emptied too, to a depth
     /// that bounds the descriptors held at once.
     private static func remove(_ directory: Directory) {
+        // The token first, by name: listing the directory needs a descriptor, which a process at
+        // its limit (busy proxy connections) may not get.
+        unlinkat(directory.descriptor, "token", 0)
         for _ in 0..<100 {
             empty(directory.descriptor, depth: 16)
             var status = stat()

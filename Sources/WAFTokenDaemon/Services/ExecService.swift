@@ -115,8 +115,8 @@ final class ExecService: Service, Sendable {
 
     /// Waits, until `--first-token-timeout`, for a token that the file holds, then starts the
     /// child. A failed wait (the provider's retries ran out) is asked again: the provider keeps
-    /// trying. A token restored from state is not in a file exec made anew: one refresh fetches
-    /// one that is.
+    /// trying. A token restored from state is written to the file at once (docs/delivery.md);
+    /// should the file still not hold it after a second, one refresh fetches a token that is.
     private func startOnFirstToken(_ entry: ProviderEntry) async {
         let deadline = ContinuousClock.now + settings.firstTokenTimeout
         var refreshed = false

@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,10 +13,12 @@ extension Spawned {
     /// waiter reports a child's end (which would begin a stop with another status). The list is
     /// waited for `within` at most: a spawn holds it until its child has called exec, which a
     /// program on a hung mount never finishes. Then the groups of the list as it was before that
-    /// spawn end (all but that child's), and `last` runs, under the hold of that copy: should the
-    /// spawn finish meanwhile, it stops in `Children.change` still holding the list, so that no
-    /// pid is reaped and no child starts.
+    /// spawn end, and `last` runs, under the hold of that copy: should the spawn finish meanwhile,
+    /// it stops in `Children.change` still holding the list, so that no pid is reaped. No spawn
+    /// starts a child once this has begun (`ending`); the one child it cannot reach is that of
+    /// the spawn that hung, should its exec finish in the end.
     public static func endEveryGroup(within wait: Duration, last: () -> Never) -> Never {
+        Children.ending.store(true, ordering: .releasing)
         _ = Children.unreaped.withLock(within: wait) { children -> Never in
             Children.endGroups(children)
             last()
@@ -36,6 +40,8 @@ enum Children {
     /// `unreaped` as it was when last let go, for `endEveryGroup` when a spawn holds the list too
     /// long: no pid in it has been reaped since, as reaping first takes the pid out of the list.
     static let lastReleased = TimedLock<[pid_t: Duration]>([:])
+    /// Set when `endEveryGroup` begins: no spawn starts a child after it.
+    static let ending = Atomic<Bool>(false)
 
     /// Changes the list of children, and its copy.
     static func change<Result>(_ body: (inout [pid_t: Duration]) -> Result) -> Result {

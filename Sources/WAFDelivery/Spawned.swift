@@ -107,6 +107,9 @@ public final class Spawned: @unchecked Sendable {
         // Started and listed under one hold of the list: `endEveryGroup`, which holds it until the
         // process exits, sees every child, and none starts once it has begun.
         let spawned = Children.change { unreaped in
+            // Once the groups are being ended, nothing starts: a spawn that took the list after
+            // the handler gave up waiting for it would start a child no list holds.
+            guard !Children.ending.load(ordering: .acquiring) else { return ECANCELED }
             let spawned =
                 searchPath
                 ? posix_spawnp(&pid, program, &actions, &attributes, arguments, variables)

@@ -23,8 +23,19 @@ enum LibraryFailure {
 
     /// Idempotent; before anything is made that the handler must remove.
     static func install() {
+        // Descriptors the handler lets go of first: a process at its limit (busy connections)
+        // could otherwise not read `/proc` to see which groups still run, and would take them
+        // for ended before their SIGKILL, nor list exec's directory.
+        reserved.withLockedValue { reserved in
+            while reserved.count < 4 {
+                let descriptor = open("/dev/null", O_RDONLY | O_CLOEXEC)
+                guard descriptor >= 0 else { break }
+                reserved.append(descriptor)
+            }
+        }
         waf_library_on_failure { LibraryFailure.handle() }
     }
+    private static let reserved = NIOLockedValueBox<[Int32]>([])
 
     /// Exec's private directory, just made: removed with what it holds. False when it cannot be
     /// opened (no descriptor left): exec does not start a child whose token it could not take away.
@@ -46,6 +57,10 @@ enum LibraryFailure {
     }
 
     private static func handle() -> Never {
+        reserved.withLockedValue { reserved in
+            reserved.forEach { close($0) }
+            reserved = []
+        }
         // Under the children's list, held to the end: no child starts, and exec's waiter reports no
         // child's end (a stop with the child's status), while the groups end and the files go.
         Spawned.endEveryGroup(within: .seconds(5)) {
@@ -59,10 +74,10 @@ enum LibraryFailure {
     /// child (the same user) may have made directories in it: those are emptied too, to a depth
     /// that bounds the descriptors held at once.
     private static func remove(_ directory: Directory) {
-        // The token first, by name: listing the directory needs a descriptor, which a process at
-        // its limit (busy proxy connections) may not get.
-        unlinkat(directory.descriptor, "token", 0)
         for _ in 0..<100 {
+            // The token first, by name, each time (a write may have put it back): listing the
+            // directory needs a descriptor, which a process at its limit may not get.
+            unlinkat(directory.descriptor, "token", 0)
             empty(directory.descriptor, depth: 16)
             var status = stat()
             guard lstat(directory.path, &status) == 0, (status.st_dev, status.st_ino) == directory.identity else { return }

@@ -7,12 +7,27 @@
 # relocations (DT_RELR, glibc 2.36): the daemon's 89,534 relocations took 2.1 MB as RELA and take
 # 17 KB as RELR, which is 2.2 MB off the daemon and 1.3 MB off waf-tokenctl (docs/performance.md, "Sizes and memory").
 #
+# libstdc++ and libgcc's unwinder are linked in too (the Swift runtime's C++ needs them): loaded as
+# shared libraries they cost every exec their mapping and the binding of libstdc++'s 5,000
+# relocations, a quarter of `waf-tokenctl --version`'s CPU (docs/performance.md, "Start-up in detail").
+# The toolchain's static-stdlib-args.lnk names them as `-lstdc++` and `-lgcc_s`, and lld keeps the
+# first definition it meets; so the products folder, searched before the system's, holds linker
+# scripts by those names that point at the archives (GCC's runtime library exception allows it).
+#
 #   scripts/swift-release.sh [--product NAME] [--show-bin-path]
 #
 # Without --product it builds the three shipped executables, not every target: test support
 # (WAFTestSupport, WAFTestTraits, the benchmarks) is no part of a release and need not be built for one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+products=.build-static/$(uname -m)-unknown-linux-gnu/release
+mkdir -p "$products"
+clang=$(dirname "$(readlink -f "$(command -v "${SWIFT:-swift}")")")/clang
+for pair in libstdc++.so=libstdc++.a libgcc_s.so=libgcc_eh.a; do
+    archive=$("$clang" -print-file-name="${pair#*=}")
+    [ -f "$archive" ] || { echo "error: no ${pair#*=} for the static link (Debian's libstdc++-12-dev and libgcc-12-dev have it)" >&2; exit 1; }
+    printf '/* scripts/swift-release.sh: linked in, not loaded at exec */\nINPUT(%s)\n' "$archive" >"$products/${pair%%=*}"
+done
 build() {
     "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
         -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs "$@"

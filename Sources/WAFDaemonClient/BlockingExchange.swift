@@ -81,24 +81,60 @@ public enum BlockingExchange {
         return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
     }
 
-    /// The status and body of a whole answer (`Content-Length`, or up to the end).
+    /// The status and body of a whole answer (`Content-Length`, or up to the end). Read on the
+    /// bytes themselves: `String`'s splitting and Foundation's searches instantiate generic types
+    /// whose conformances the runtime looks up in the binary's tables, a cost this one-exchange
+    /// command paid on every run (docs/performance.md, "Start-up in detail").
     static func parse(_ answer: [UInt8]) throws(WAFTokenClientError) -> (UInt, [UInt8]) {
-        guard let end = answer.firstRange(of: [13, 10, 13, 10]) else {
-            throw .badResponse("the connection closed before the answer was complete")
-        }
-        let lines = String(decoding: answer[..<end.lowerBound], as: UTF8.self).split(separator: "\r\n", omittingEmptySubsequences: false)
-        let words = lines.first?.split(separator: " ", maxSplits: 2) ?? []
-        guard words.count >= 2, words[0].hasPrefix("HTTP/1."), let status = UInt(words[1]) else {
-            throw .badResponse("not an HTTP answer")
-        }
-        var body = Array(answer[end.upperBound...])
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), line[..<colon].lowercased() == "content-length" else { continue }
-            guard let length = Int(String(line[line.index(after: colon)...].filter { $0 != " " && $0 != "\t" })), length <= body.count else {
-                throw .badResponse("the connection closed before the answer was complete")
+        try answer.withUnsafeBufferPointer { bytes throws(WAFTokenClientError) in
+            var end = 0
+            while end + 3 < bytes.count, !(bytes[end] == 13 && bytes[end + 1] == 10 && bytes[end + 2] == 13 && bytes[end + 3] == 10) { end += 1 }
+            guard end + 3 < bytes.count else { throw .badResponse("the connection closed before the answer was complete") }
+            // The status line: `HTTP/1.x`, a space, the status code, then a space or the line's end.
+            let lineEnd = Self.lineEnd(bytes, from: 0, before: end)
+            let version = Array("HTTP/1.".utf8)
+            guard lineEnd > version.count, bytes[..<version.count].elementsEqual(version), let space = bytes[..<lineEnd].firstIndex(of: 32),
+                let status = Self.number(bytes[(space + 1)..<(bytes[(space + 1)..<lineEnd].firstIndex(of: 32) ?? lineEnd)])
+            else { throw .badResponse("not an HTTP answer") }
+            var bodyLength = bytes.count - (end + 4)
+            var line = lineEnd + 2
+            while line < end {
+                let next = Self.lineEnd(bytes, from: line, before: end)
+                defer { line = next + 2 }
+                guard let colon = bytes[line..<next].firstIndex(of: 58), Self.isContentLength(bytes[line..<colon]) else { continue }
+                // Blanks anywhere in the value are dropped, as a lenient reader does.
+                guard let length = Self.number(bytes[(colon + 1)..<next], skippingBlanks: true), length <= bodyLength else {
+                    throw .badResponse("the connection closed before the answer was complete")
+                }
+                bodyLength = Int(length)
             }
-            body = Array(body.prefix(length))
+            return (status, Array(bytes[(end + 4)..<(end + 4 + bodyLength)]))
         }
-        return (status, body)
+    }
+
+    /// Where the line that starts at `start` ends (its CR), at `limit` at most.
+    private static func lineEnd(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, before limit: Int) -> Int {
+        var index = start
+        while index < limit, !(bytes[index] == 13 && bytes[index + 1] == 10) { index += 1 }
+        return index
+    }
+
+    /// A decimal number of at most 18 digits; nil for anything else (`skippingBlanks`: spaces and
+    /// tabs between the digits are left out).
+    private static func number(_ bytes: Slice<UnsafeBufferPointer<UInt8>>, skippingBlanks: Bool = false) -> UInt? {
+        var value: UInt = 0
+        var digits = 0
+        for byte in bytes {
+            if skippingBlanks, byte == 32 || byte == 9 { continue }
+            guard byte >= 48, byte <= 57, digits < 18 else { return nil }
+            value = value * 10 + UInt(byte - 48)
+            digits += 1
+        }
+        return digits > 0 ? value : nil
+    }
+
+    private static func isContentLength(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
+        let expected = Array("content-length".utf8)
+        return name.count == expected.count && zip(name, expected).allSatisfy { ($0 | 0x20) == $1 }
     }
 }

@@ -2,6 +2,10 @@ import NIOCore
 import NIOHTTP1
 import WAFJSON
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -83,7 +87,9 @@ public final class WAFTokenDaemonClient: Sendable {
 
     /// `socketPath` defaults to `$WAF_TOKEND_SOCKET`, then the daemon's default path.
     public init(socketPath: String? = nil, provider: WAFProviderSelector? = nil) {
-        self.socketPath = socketPath ?? ProcessInfo.processInfo.environment["WAF_TOKEND_SOCKET"] ?? Self.defaultSocketPath
+        // One variable read, not the whole environment copied into a dictionary: `waf-tokenctl
+        // token` without `--socket` pays this on every call.
+        self.socketPath = socketPath ?? getenv("WAF_TOKEND_SOCKET").map { String(cString: $0) } ?? Self.defaultSocketPath
         self.provider = provider
         connection = DaemonConnection(socketPath: self.socketPath)
     }
@@ -127,19 +133,37 @@ public final class WAFTokenDaemonClient: Sendable {
     /// `getToken()` (nil: none cached), or `tokenReady(wait:)` with a wait, with the system's calls
     /// on the calling thread instead of an event loop: for a command that asks once and exits.
     public func tokenWithoutEventLoop(wait: Duration?) throws(WAFTokenClientError) -> WAFDaemonToken? {
-        let path = selected(wait.map { "/v1/token?wait=\($0.seconds)" } ?? "/v1/token")
-        let (status, body) = try BlockingExchange.get(
-            path, socketPath: socketPath, accept: "application/json", timeout: wait.map { $0 + .seconds(5) } ?? .seconds(60))
-        do {
-            try Self.check(status, body)
-        } catch .noToken(error: "noToken", _) where wait == nil {
-            return nil
-        }
+        guard let body = try tokenAnswerWithoutEventLoop(wait: wait, accept: "application/json") else { return nil }
         do {
             return try JSONDecoder().decode(WAFDaemonToken.self, from: Data(body))
         } catch {
             throw .badResponse("a token answer that is not a token: \(error)")
         }
+    }
+
+    /// `tokenWithoutEventLoop`'s value alone, which the daemon sends as text (`Accept:
+    /// text/plain`): `waf-tokenctl token` prints nothing else, and decoding the JSON document took a
+    /// fifth of that command's CPU (docs/performance.md, "Start-up in detail"). An answer that is not
+    /// one token (empty, or with bytes no token has) is a bad response, not printed.
+    public func tokenValueWithoutEventLoop(wait: Duration?) throws(WAFTokenClientError) -> String? {
+        guard let body = try tokenAnswerWithoutEventLoop(wait: wait, accept: "text/plain") else { return nil }
+        // A token is printable ASCII without spaces (TOKEN-SERVICE-PROTOCOL.md: a UUID and base64, joined by `:`).
+        guard !body.isEmpty, body.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .badResponse("a token answer that is not a token: \(body.count) bytes that are not one token")
+        }
+        return String(decoding: body, as: UTF8.self)
+    }
+
+    private func tokenAnswerWithoutEventLoop(wait: Duration?, accept: String) throws(WAFTokenClientError) -> [UInt8]? {
+        let path = selected(wait.map { "/v1/token?wait=\($0.seconds)" } ?? "/v1/token")
+        let (status, body) = try BlockingExchange.get(
+            path, socketPath: socketPath, accept: accept, timeout: wait.map { $0 + .seconds(5) } ?? .seconds(60))
+        do {
+            try Self.check(status, body)
+        } catch .noToken(error: "noToken", _) where wait == nil {
+            return nil
+        }
+        return body
     }
 
     /// "This token was refused": a new one now (the daemon's `POST /v1/refresh`).

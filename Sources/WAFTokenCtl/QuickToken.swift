@@ -16,10 +16,13 @@ public enum QuickToken {
         let client = WAFTokenDaemonClient(
             socketPath: command.socket, provider: command.provider.map(WAFProviderSelector.name) ?? command.domain.map(WAFProviderSelector.domain))
         do throws(WAFTokenClientError) {
-            guard let token = try client.tokenWithoutEventLoop(wait: command.wait.map { .milliseconds(Int64($0 * 1000)) }) else {
-                throw .noToken(error: "noToken", message: "no token is cached yet; try --wait SECONDS")
-            }
-            let line = (command.json ? WAFTokenCtl.Token.json(token) : token.value) + "\n"
+            let wait = command.wait.map { Duration.milliseconds(Int64($0 * 1000)) }
+            // The plain form asks for the value alone: no JSON document to decode.
+            let printed =
+                try command.json
+                ? client.tokenWithoutEventLoop(wait: wait).map(WAFTokenCtl.Token.json) : client.tokenValueWithoutEventLoop(wait: wait)
+            guard let printed else { throw .noToken(error: "noToken", message: "no token is cached yet; try --wait SECONDS") }
+            let line = printed + "\n"
             let bytes = Array(line.utf8)
             var written = 0
             while written < bytes.count {
@@ -46,7 +49,9 @@ public enum QuickToken {
     static func parse(_ arguments: [String]) -> Command? {
         var command = Command()
         var sawToken = false
-        var seen: Set<String> = []
+        // An array, not a `Set`: a set of strings makes the runtime look up `String`'s `Hashable`
+        // conformance, a scan of the binary's tables that cost this command a tenth of its CPU.
+        var seen: [String] = []
         var rest = arguments[...]
         while let argument = rest.popFirst() {
             if argument == "token" {
@@ -55,7 +60,8 @@ public enum QuickToken {
                 continue
             }
             let (name, inline) = split(argument)
-            guard seen.insert(name).inserted else { return nil }
+            guard !seen.contains(name) else { return nil }
+            seen.append(name)
             if name == "--json" {
                 guard sawToken, inline == nil else { return nil }
                 command.json = true

@@ -28,7 +28,7 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
     }
 
     public let settings: Settings
-    private let http: HTTPClient
+    private let http: LazyHTTPClient
     private let logger: Logger
     /// `/inputs` redirects answered with `Cache-Control: max-age`, remembered as the iOS SDK does.
     private let redirects = NIOLockedValueBox<[String: CachedRedirect]>([:])
@@ -39,15 +39,19 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         if let caFile = settings.caFile {
             tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(caFile))
         }
-        let timeout = TimeAmount.nanoseconds(settings.timeout.nanoseconds)
-        var configuration = HTTPClient.Configuration(
-            tlsConfiguration: tls,
-            redirectConfiguration: .follow(max: 5, allowCycles: false),
-            timeout: .init(connect: timeout, read: timeout), proxy: settings.proxy)
-        // The provider's retry rules (RET-1…) own retrying: a connection that cannot be made fails
-        // the attempt at once instead of being retried inside the client until the timeout.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        http = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        // The CA file is read now (a configuration error at start); the client is made on the
+        // first request.
+        http = LazyHTTPClient { [tls] in
+            let timeout = TimeAmount.nanoseconds(settings.timeout.nanoseconds)
+            var configuration = HTTPClient.Configuration(
+                tlsConfiguration: tls,
+                redirectConfiguration: .follow(max: 5, allowCycles: false),
+                timeout: .init(connect: timeout, read: timeout), proxy: settings.proxy)
+            // The provider's retry rules (RET-1…) own retrying: a connection that cannot be made fails
+            // the attempt at once instead of being retried inside the client until the timeout.
+            configuration.connectionPool.retryConnectionEstablishment = false
+            return HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        }
         self.settings = settings
         self.logger = logger
     }
@@ -176,7 +180,7 @@ public final class HTTPTokenFetcher: WAFTokenFetcher {
         ) { [http, settings] () async throws(SdkError) -> (HTTPClientResponse, ByteBuffer?) in
             let response: HTTPClientResponse
             do {
-                response = try await http.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+                response = try await http.client().execute(request, timeout: .nanoseconds(timeout.nanoseconds))
             } catch {
                 if let refused = error as? HTTPClientError, let proxy = settings.proxy,
                     let sentence = await ProxyRefusal.describe(refused, proxy: proxy, url: url, timeout: timeout)

@@ -30,7 +30,7 @@ enum WAFTokendMain {
         }
         EventLoopExecutors.main {
             // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.
-            let journal = JournalLogHandler.isStandardErrorJournal(environment: ProcessInfo.processInfo.environment)
+            let journal = JournalLogHandler.isStandardErrorJournal
             LoggingSystem.bootstrap { label -> any LogHandler in
                 if journal { return LevelControlledLogHandler(JournalLogHandler(identifier: "waf-tokend"), control: .process) }
                 return LevelControlledLogHandler(StreamLogHandler.standardError(label: label), control: .process)

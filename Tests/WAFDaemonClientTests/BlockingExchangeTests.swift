@@ -100,6 +100,54 @@ struct BlockingExchangeTests {
     }
 }
 
+/// The answer's status and body, read on its bytes: as the earlier reader on `String`s read them.
+@Suite("The blocking exchange's reading of an answer", .offPool)
+struct BlockingExchangeParseTests {
+    static func parsed(_ answer: String) -> Result<(UInt, String), WAFTokenClientError> {
+        Result { () throws(WAFTokenClientError) in
+            let (status, body) = try BlockingExchange.parse(Array(answer.utf8))
+            return (status, String(decoding: body, as: UTF8.self))
+        }
+    }
+
+    @Test(
+        "status and body: Content-Length in any case and with blanks, none (to the end), several (each in turn)",
+        arguments: [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcdef", 200, "abc"),
+            ("HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\ncontent-LENGTH:\t 2 \r\n\r\nxyz", 503, "xy"),
+            ("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nall of it\r\n", 200, "all of it\r\n"),
+            ("HTTP/1.0 204\r\n\r\n", 204, ""),
+            ("HTTP/1.1 200 OK\r\n\r\n", 200, ""),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 2\r\n\r\nabcd", 200, "ab"),
+            ("HTTP/1.1 404 Not Found\r\nX-Content-Length: 1\r\nContent-Lengths: 1\r\n\r\nnone", 404, "none"),
+        ])
+    func reads(answer: String, status: UInt, body: String) throws {
+        let (readStatus, readBody) = try Self.parsed(answer).get()
+        #expect(readStatus == status && readBody == body, "\(answer.debugDescription)")
+    }
+
+    @Test(
+        "an answer cut short or not HTTP is a bad response, saying which",
+        arguments: [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", "closed before"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 2", "closed before"),
+            ("", "closed before"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: x\r\n\r\nabc", "closed before"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\nabc", "closed before"),
+            ("SSH-2.0-OpenSSH\r\n\r\n", "not an HTTP answer"),
+            ("HTTP/1.1 abc\r\n\r\n", "not an HTTP answer"),
+            ("HTTP/1.1\r\n\r\n", "not an HTTP answer"),
+            ("HTTP/2 200\r\n\r\n", "not an HTTP answer"),
+        ])
+    func refuses(answer: String, said: String) {
+        guard case .failure(.badResponse(let message)) = Self.parsed(answer) else {
+            Issue.record("\(answer.debugDescription) was read: \(Self.parsed(answer))")
+            return
+        }
+        #expect(message.contains(said), "\(message)")
+    }
+}
+
 /// A value behind a lock, for a test's threads.
 final class LockedBox<Value>: @unchecked Sendable {
     private var value: Value

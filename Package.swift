@@ -369,6 +369,7 @@ let package = Package(
                 "WAFDaemonTransport",
                 "waf-tokend", "waf-tokenctl", "waf-token-service",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "Metrics", package: "swift-metrics"),
             ] + nio,
             swiftSettings: strict),
         .testTarget(

@@ -26,8 +26,15 @@ public final class EpollLoop: @unchecked Sendable {
     private let timerDescriptor: Int32
     /// Each registered descriptor's handler, with the registration's number: epoll's data carries
     /// both (the descriptor in the low half), so that an event for a descriptor closed and reused
-    /// within one batch (nginx's "stale event") finds another number and is dropped.
-    private var handlers: [Int32: (registration: UInt32, handler: any LoopHandler)] = [:]
+    /// within one batch (nginx's "stale event") finds another number and is dropped. Indexed by
+    /// the descriptor, as nginx's connections are: the kernel hands out the lowest free number, so
+    /// the table is as long as the most descriptors open at once, and an event finds its handler
+    /// without the hashing a dictionary did for each one (0.4 % of the proxy's CPU).
+    private var handlers: [Slot] = []
+    private struct Slot {
+        var registration: UInt32 = 0
+        var handler: (any LoopHandler)?
+    }
     private var nextRegistration: UInt32 = 0
     private var timers = TimerHeap()
     private var timerBodies: [UInt64: () -> Void] = [:]
@@ -106,16 +113,24 @@ public final class EpollLoop: @unchecked Sendable {
         nextRegistration &+= 1
         var event = epoll_event(events: events, data: Self.data(descriptor, nextRegistration))
         guard epoll_ctl(epoll, EPOLL_CTL_ADD, descriptor, &event) == 0 else { throw .system("epoll_ctl", errno) }
-        handlers[descriptor] = (nextRegistration, handler)
+        let index = Int(descriptor)
+        if index >= handlers.count { handlers.append(contentsOf: repeatElement(Slot(), count: max(index + 1 - handlers.count, handlers.count))) }
+        handlers[index] = Slot(registration: nextRegistration, handler: handler)
     }
 
     /// What the loop watches `descriptor` for from now on. It fails only for a descriptor the kernel
     /// no longer knows (closed behind the loop's back): its owner treats that as the connection's end.
     public func change(_ descriptor: Int32, events: UInt32) throws(LoopError) {
         checkThread()
-        guard let registration = handlers[descriptor]?.registration else { return }
+        guard let registration = registration(of: descriptor) else { return }
         var event = epoll_event(events: events, data: Self.data(descriptor, registration))
         guard epoll_ctl(epoll, EPOLL_CTL_MOD, descriptor, &event) == 0 else { throw .system("epoll_ctl", errno) }
+    }
+
+    private func registration(of descriptor: Int32) -> UInt32? {
+        let index = Int(descriptor)
+        guard index >= 0, index < handlers.count, handlers[index].handler != nil else { return nil }
+        return handlers[index].registration
     }
 
     private static func data(_ descriptor: Int32, _ registration: UInt32) -> epoll_data_t {
@@ -125,7 +140,8 @@ public final class EpollLoop: @unchecked Sendable {
     /// The descriptor leaves the loop (before its owner closes it).
     public func forget(_ descriptor: Int32) {
         checkThread()
-        guard handlers.removeValue(forKey: descriptor) != nil else { return }
+        guard registration(of: descriptor) != nil else { return }
+        handlers[Int(descriptor)] = Slot()
         // Every owner forgets its descriptor before it closes it: a failure here means the loop
         // and the kernel disagree on what is watched, and events would reach the wrong handler.
         let removed = epoll_ctl(epoll, EPOLL_CTL_DEL, descriptor, nil)
@@ -260,8 +276,9 @@ public final class EpollLoop: @unchecked Sendable {
             } else if descriptor == timerDescriptor {
                 fireTimers()
             } else {
-                guard let (registration, handler) = handlers[descriptor],
-                    registration == UInt32(truncatingIfNeeded: events[index].data.u64 >> 32)
+                let slot = Int(descriptor)
+                guard slot >= 0, slot < handlers.count, let handler = handlers[slot].handler,
+                    handlers[slot].registration == UInt32(truncatingIfNeeded: events[index].data.u64 >> 32)
                 else { continue }
                 handler.ready(events[index].events)
             }

@@ -31,6 +31,11 @@ final class ProxyContext: ConnectionGuardContext {
     /// A test's scripted upstream in place of TCP.
     let connector: UpstreamPool.Connector?
     private let current: NIOLockedValueBox<Route>
+    /// The generation of the route in force, stored after the route: a loop compares it with the
+    /// route it holds instead of taking the lock per request (`ProxyWorker.route`).
+    private let installed = Atomic<Int>(1)
+    /// The last generation given to a route made.
+    private let made = Atomic<Int>(1)
     let shuttingDown = Atomic<Bool>(false)
     /// This proxy's metrics, kept rather than looked up per request.
     let requestCounters: [CoreMetrics.Counter]
@@ -52,16 +57,24 @@ final class ProxyContext: ConnectionGuardContext {
 
     var route: Route { current.withLockedValue { $0 } }
 
+    /// `route.generation`, without the lock: a loop that sees the generation it holds holds the
+    /// route in force (or the one just replaced, as a read just before the reload would have).
+    var installedGeneration: Int { installed.load(ordering: .acquiring) }
+
     var connectionSettings: ConnectionSettings { route.connection }
     var listenerName: String { "proxy" }
 
-    /// A reload's new settings for the same listener, as a route made ready (`install` puts it in force).
+    /// A reload's new settings for the same listener, as a route made ready (`install` puts it in
+    /// force). Each route made gets a generation of its own, installed or not: two routes of one
+    /// generation would let a loop holding the first take it for the second.
     func route(for settings: ProxySettings, connection: ConnectionSettings) throws(ProxyFailure) -> Route {
-        try Self.route(settings, connection: connection, generation: route.generation + 1, metrics: metrics, provider: providerName)
+        try Self.route(
+            settings, connection: connection, generation: made.add(1, ordering: .relaxed).newValue, metrics: metrics, provider: providerName)
     }
 
     func install(_ route: Route) {
         current.withLockedValue { $0 = route }
+        installed.store(route.generation, ordering: .releasing)
     }
 
     private static func route(

@@ -50,7 +50,8 @@ final class DaemonMetrics: Sendable {
     private let fetchCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let signals = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let proxyCounters = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
-    private let proxyUpstreamTimes = NIOLockedValueBox<[String: CoreMetrics.Timer]>([:])
+    /// Outside the registry: the proxy records one per request (`UpstreamTimes`).
+    private let proxyUpstreamTimes = NIOLockedValueBox<[String: UpstreamTimes]>([:])
     private let reloads = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let forcedRefreshes = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
     private let hookRuns = NIOLockedValueBox<[String: CoreMetrics.Counter]>([:])
@@ -94,11 +95,9 @@ final class DaemonMetrics: Sendable {
         providers.withLockedValue { $0.removeValue(forKey: name) }?.destroy()
         // The proxy's series too: its counters exist from the proxy's start, used or not.
         for cache in [fetchCounters, proxyCounters, forcedRefreshes, hookRuns, canaryCounters] { forget(name, in: cache) }
-        let timers = proxyUpstreamTimes.withLockedValue { timers in
-            let keys = timers.keys.filter { $0.split(separator: " ").first.map(String.init) == name }
-            return keys.compactMap { timers.removeValue(forKey: $0) }
+        proxyUpstreamTimes.withLockedValue { timers in
+            timers = timers.filter { key, _ in key.split(separator: " ").first.map(String.init) != name }
         }
-        timers.forEach { $0.destroy() }
         forgetCanary(provider: name)
     }
 
@@ -205,15 +204,14 @@ final class DaemonMetrics: Sendable {
     /// The proxy's upstream timer of `provider` through `egress` (from the request's last byte
     /// sent upstream to the answer's head), for a proxy's route to keep.
     func upstreamTimer(provider: String, egress: String) -> CoreMetrics.Timer {
-        proxyUpstreamTimes.withLockedValue { timers in
+        let times = proxyUpstreamTimes.withLockedValue { timers in
             let key = provider + " " + egress
-            if let timer = timers[key] { return timer }
-            let timer = CoreMetrics.Timer(
-                label: "waf_tokend_proxy_upstream_seconds", dimensions: [("provider", provider), ("egress", egress)], preferredDisplayUnit: .seconds,
-                factory: factory)
-            timers[key] = timer
-            return timer
+            if let times = timers[key] { return times }
+            let times = UpstreamTimes(provider: provider, egress: egress)
+            timers[key] = times
+            return times
         }
+        return CoreMetrics.Timer(label: UpstreamTimes.name, dimensions: [("provider", provider), ("egress", egress)], handler: times)
     }
 
     /// The Prometheus text exposition, with each provider's gauges read fresh from its status.
@@ -226,7 +224,13 @@ final class DaemonMetrics: Sendable {
             metrics.consecutiveFailures.record(status.refresh.consecutiveFailures)
             metrics.lifecycleActive.record(status.lifecycle.active ? 1 : 0)
         }
-        return registry.emitToBuffer()
+        var exposition = registry.emitToBuffer()
+        let upstream = proxyUpstreamTimes.withLockedValue { $0 }.sorted { $0.key < $1.key }
+        if !upstream.isEmpty {
+            exposition += Array("# TYPE \(UpstreamTimes.name) histogram\n".utf8)
+            for (_, times) in upstream { times.emit(into: &exposition) }
+        }
+        return exposition
     }
 
     private func counter(

@@ -22,7 +22,7 @@ extension ProxyConnection {
     /// `known`: the peer's credentials (nil: the kernel could not say, and nobody is let in).
     func admit(_ known: PeerCredentials?) {
         let now = loop.time
-        let settings = proxy.connectionSettings
+        let settings = route.connection
         guardian.accepted(now: now, settings: settings)
         // Counted by the listener's limits; over them, closed at once (TENANT-6).
         let admission = proxy.limits.admit(known, for: proxy)
@@ -33,7 +33,7 @@ extension ProxyConnection {
     /// The daemon stops: what is under way is answered, then closed; a connection between
     /// requests gets the drain window for its next one (docs/systemd.md).
     func stopBegan(deadline: UInt64) {
-        guardian.stopBegan(now: loop.time, deadline: deadline, settings: proxy.connectionSettings)
+        guardian.stopBegan(now: loop.time, deadline: deadline, settings: route.connection)
     }
 
     /// A request head arrived: it is being served, no timeout applies. (The serving phase, one per
@@ -45,14 +45,14 @@ extension ProxyConnection {
     /// The answer is complete; idle time starts (or, once a stop began, the connection closes),
     /// unless part of the next request is already there: then its request time starts.
     func responseFinished(partialRequestPending partial: Bool) {
-        perform(guardian.responseFinished(partial: partial, now: loop.time, settings: proxy.connectionSettings))
+        perform(guardian.responseFinished(partial: partial, now: loop.time, settings: route.connection))
     }
 
     /// Bytes from the client: false when they are dropped (the connection is closing).
     func bytesArrived() -> Bool {
         // Most reads come in the middle of a request: no clock, no settings then.
         guard phase == .idle || phase == .lingering else { return true }
-        return guardian.bytesArrived(now: loop.time, settings: proxy.connectionSettings)
+        return guardian.bytesArrived(now: loop.time, settings: route.connection)
     }
 
     // MARK: Closing cleanly
@@ -63,7 +63,7 @@ extension ProxyConnection {
     /// kernel would send a reset instead: a client whose request crossed the close could not tell
     /// it was never read.
     func closeCleanly() {
-        guard isOpen, guardian.closing(now: loop.time, queued: socket.queuedBytes > 0, settings: proxy.connectionSettings) else { return }
+        guard isOpen, guardian.closing(now: loop.time, queued: socket.queuedBytes > 0, settings: route.connection) else { return }
         received = nil
         // Nothing more goes to the client but what is queued: the request in progress ends here.
         if let closing = machine.closed() {

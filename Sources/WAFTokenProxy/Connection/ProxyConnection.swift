@@ -50,12 +50,23 @@ final class ProxyConnection: LoopSocketDelegate {
 
     /// The worker's, held here: each read through the unowned `worker` costs a check and a retain.
     let loop: EpollLoop
+    /// The route in force as this connection last read it (`route`).
+    private var currentRoute: ProxyRoute
+
+    /// The route in force: the one read last while no reload installed another (one atomic
+    /// load), else the new one, read under the context's lock (twice a request, before).
+    var route: ProxyRoute {
+        if proxy.installedGeneration == currentRoute.generation { return currentRoute }
+        currentRoute = proxy.route
+        return currentRoute
+    }
 
     init(_ socket: LoopSocket, proxy: ProxyContext, worker: ProxyWorker) {
         self.socket = socket
         self.proxy = proxy
         self.worker = worker
         loop = worker.loop
+        currentRoute = proxy.route
         stall = LoopTimeout(on: worker.loop)
         timeout = LoopTimeout(on: worker.loop)
         stall.expired = { [unowned self] in upstreamTimedOut() }
@@ -137,7 +148,7 @@ final class ProxyConnection: LoopSocketDelegate {
     private func begin(_ head: HTTPHead, _ framing: HTTPFraming) {
         // One route for the decision and the request: a reload between two reads could let the
         // peer in under the old lists and send it on the new identity's route.
-        let route = proxy.route
+        let route = route
         guard stillAllowed(under: route) else {
             return refuse(.proxyForbidden, to: head)
         }
@@ -170,7 +181,7 @@ final class ProxyConnection: LoopSocketDelegate {
 
     /// Whether the peer may use the proxy under the lists in force, decided again after a reload.
     func stillAllowed(under route: ProxyContext.Route? = nil) -> Bool {
-        let route = route ?? proxy.route
+        let route = route ?? self.route
         return connection.allowed(under: route.connection.policy, generation: UInt64(route.generation))
     }
 

@@ -21,19 +21,26 @@ final class ProxyWorker {
     private var stopDeadline: UInt64?
     /// Connections open on every loop of the proxy, which its stop waits for.
     private let open: OpenConnections
-    /// What this loop's requests take from the provider's snapshot, and for which route and
-    /// publication: read again only when either changed.
-    private var tokenView: (route: ProxyRoute, publication: UInt64, view: TokenView)?
+    /// What this loop's requests take from the provider's snapshot: read again only when the
+    /// route or the publication changed.
+    private var tokenView: TokenView?
 
-    /// The token a route's requests carry, and where its cookie goes.
-    struct TokenView {
+    /// The token a route's requests carry, and where its cookie goes, for one route and one
+    /// publication of the provider's snapshot. A class, handed out by reference: as a tuple kept
+    /// in an optional it was copied field by field through the runtime's generic value witnesses,
+    /// twice a request (1.3 % of the proxy's CPU, docs/performance.md).
+    final class TokenView {
+        let route: ProxyRoute
+        let publication: UInt64
         let token: String?
         let setTokenCookie: Bool
         let cookiePath: String
         /// `cookiePath` is `/` (the default), which every origin-form path is below.
         private let everyPath: Bool
 
-        init(token: String?, setTokenCookie: Bool, cookiePath: String) {
+        init(route: ProxyRoute, publication: UInt64, token: String?, setTokenCookie: Bool, cookiePath: String) {
+            self.route = route
+            self.publication = publication
             self.token = token
             self.setTokenCookie = setTokenCookie
             self.cookiePath = cookiePath
@@ -60,12 +67,12 @@ final class ProxyWorker {
     /// snapshot rather than per request (a lock and a copy of the whole snapshot, each time).
     func tokenView(for route: ProxyRoute) -> TokenView {
         let publication = proxy.provider.publications
-        if let cached = tokenView, cached.route === route, cached.publication == publication { return cached.view }
+        if let cached = tokenView, cached.route === route, cached.publication == publication { return cached }
         let published = proxy.provider.published(for: route.settings.identity)
         let view = TokenView(
-            token: published.token?.value, setTokenCookie: published.configuration.setTokenCookie,
-            cookiePath: published.configuration.tokenCookiePath)
-        tokenView = (route, published.publication, view)
+            route: route, publication: published.publication, token: published.token?.value,
+            setTokenCookie: published.configuration.setTokenCookie, cookiePath: published.configuration.tokenCookiePath)
+        tokenView = view
         return view
     }
 

@@ -18,6 +18,8 @@ struct HeadBytes {
     /// and never a crash a client's request could set off.
     static func write(into buffer: inout ByteBuffer, bound: Int, _ body: (inout HeadBytes) -> Void) {
         var room = max(bound, 64)
+        // A new buffer (most heads): allocated at its size, not copied over from the empty storage.
+        if buffer.capacity == 0 { buffer = ByteBufferAllocator().buffer(capacity: room) }
         while true {
             var outgrown = false
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { region in
@@ -47,9 +49,17 @@ struct HeadBytes {
         append(UnsafeRawBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
+    /// A native string's bytes where they are (a small one's from the stack), without the copy
+    /// `withUTF8` needs of a `var`: a retain and a release per piece.
     @inline(__always)
     mutating func append(_ text: String) {
-        var text = text
-        text.withUTF8 { append(UnsafeRawBufferPointer($0)) }
+        if text.utf8.withContiguousStorageIfAvailable({ append(UnsafeRawBufferPointer($0)) }) == nil {
+            append(Array(text.utf8))
+        }
+    }
+
+    @inline(__always)
+    mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
     }
 }

@@ -58,7 +58,7 @@ enum ProxyRules {
         var merged: String?
         if let token, tokenCookie {
             var cookies: [String] = []
-            for field in head.fields where head.equals(field.name, lowercase: "cookie") && !hop.drops(field) {
+            for field in head.fields where head.equals(field.name, lowercase: "cookie") && !hop.drops(field, of: head) {
                 cookies.append(head.string(field.value))
             }
             if !cookies.isEmpty { merged = WAFCookie.merged(cookies, token: token) }
@@ -86,7 +86,7 @@ enum ProxyRules {
                         lengthIsZero = head.equals(field.value, exactly: "0")
                         continue
                     }
-                    if hop.drops(field) || head.equals(name, lowercase: "host") || head.equals(name, lowercase: "expect")
+                    if hop.drops(field, of: head) || head.equals(name, lowercase: "host") || head.equals(name, lowercase: "expect")
                         || (tokenCookie && head.equals(name, lowercase: "cookie"))
                         || (tokenHeader && head.equals(name, lowercase: "x-aws-waf-token"))
                     {
@@ -178,7 +178,7 @@ enum ProxyRules {
                 out.append(" ")
                 out.append(UnsafeRawBufferPointer(rebasing: raw[head.third]))
                 out.append("\r\n")
-                for field in head.fields where !hop.drops(field) {
+                for field in head.fields where !hop.drops(field, of: head) {
                     if dropLength, head.equals(field.name, lowercase: "content-length") { continue }
                     out.append(UnsafeRawBufferPointer(rebasing: raw[field.line]))
                     out.append("\r\n")
@@ -224,24 +224,24 @@ enum ProxyRules {
     ]
 
     /// Which of a head's fields stay behind.
+    /// Not holding its head (the caller passes it): a copy of the head and of an empty set, made
+    /// for each of the two heads of a request, were six retains and releases.
     struct HopByHop {
-        private let head: HTTPHead
-        /// What the Connection header names, lower case (rarely anything).
-        private let named: Set<String>
+        /// What the Connection header names, lower case (rarely anything: nil then).
+        private let named: Set<String>?
 
         init(_ head: HTTPHead) {
-            self.head = head
-            var named = Set<String>()
+            var named: Set<String>?
             head.forEachElement("connection") { element in
                 if !head.equals(element, lowercase: "close"), !head.equals(element, lowercase: "keep-alive") {
-                    named.insert(head.string(element).lowercased())
+                    named = (named ?? []).union([head.string(element).lowercased()])
                 }
                 return true
             }
             self.named = named
         }
 
-        func drops(_ field: HTTPHead.Field) -> Bool {
+        func drops(_ field: HTTPHead.Field, of head: HTTPHead) -> Bool {
             let name = field.name
             // Compared in place, without making a string of the name, and only with the names
             // of its length (`hopByHop`, which the tests hold this to).
@@ -256,7 +256,8 @@ enum ProxyRules {
                 case 19: head.equals(name, lowercase: "proxy-authorization")
                 default: false
                 }
-            return listed || (!named.isEmpty && named.contains(head.string(name).lowercased()))
+            guard !listed, let named else { return listed }
+            return named.contains(head.string(name).lowercased())
         }
     }
 }

@@ -28,6 +28,29 @@ struct RelayParsingTests {
         }
     }
 
+    @Test("a header value's bytes are HTAB, SP, visible ASCII and obs-text, at any place in a value of any length, read eight at a time or one")
+    func fieldValueBytes() {
+        for length in [1, 7, 8, 9, 15, 16, 17, 23, 24, 25] {
+            for position in Set([0, 1, length / 2, length - 2, length - 1].filter { $0 >= 0 && $0 < length }) {
+                for byte in UInt8.min...UInt8.max {
+                    var value = [UInt8](repeating: UInt8(ascii: "v"), count: length)
+                    value[position] = byte
+                    var bytes = ByteBuffer(string: "GET / HTTP/1.1\r\nX-A: ")
+                    bytes.writeBytes(value)
+                    bytes.writeString("\r\n\r\n")
+                    let parsed = Result { () throws(HTTPHeadParser.Failure) in try HTTPHeadParser.request(bytes) }
+                    // CR and LF end the line where they are: refused too, as a control byte or a bare LF.
+                    let allowed = byte == 0x09 || (byte >= 0x20 && byte != 0x7F)
+                    if case .success = parsed {
+                        #expect(allowed, "byte \(byte) at \(position) of \(length) accepted")
+                    } else {
+                        #expect(!allowed, "byte \(byte) at \(position) of \(length) refused: \(parsed)")
+                    }
+                }
+            }
+        }
+    }
+
     /// Every shape by which a proxy and the server behind it could disagree on where a request
     /// ends: refused before anything goes upstream.
     @Test(

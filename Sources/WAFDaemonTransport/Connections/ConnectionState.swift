@@ -43,13 +43,15 @@ package final class ConnectionState {
 
     /// nil until SO_PEERCRED was read; a connection's requests wait for it. A peer whose owner
     /// could not be found has a placeholder here, and `ownerKnown` false.
-    package private(set) var peer: PeerCredentials?
+    /// (These fields without the runtime's exclusivity checks, read on each request: every
+    /// method touches each once, calling nothing that could reach back.)
+    @exclusivity(unchecked) package private(set) var peer: PeerCredentials?
     /// Whether the kernel told who the peer is. An unknown owner is refused on every request,
     /// whatever the lists say, before a reload and after (TENANT-11).
-    package private(set) var ownerKnown = false
+    @exclusivity(unchecked) package private(set) var ownerKnown = false
     /// Whether its peer is let in, as decided under the lists of `decidedAt`.
-    package private(set) var allowed = false
-    private var decidedAt: UInt64?
+    @exclusivity(unchecked) package private(set) var allowed = false
+    @exclusivity(unchecked) private var decidedAt: UInt64?
 
     /// Whether the peer is let in under `policy`, decided again when `generation` moved since the
     /// last decision: a reload may have changed the lists, and a kept-alive connection is checked

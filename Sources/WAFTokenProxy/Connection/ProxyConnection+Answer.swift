@@ -148,7 +148,7 @@ extension ProxyConnection {
     }
 
     func armStallTimer(_ exchange: ProxyExchange) {
-        stall.move(in: exchange.route.settings.upstreamTimeout.loopNanoseconds)
+        stall.move(in: exchange.route.upstreamTimeoutNanoseconds)
     }
 
     func stopStallTimer() {

@@ -10,8 +10,8 @@ extension ProxyConnection: UpstreamDelegate {
     /// The request is ready to go (complete, or streaming): a token, a connection, then the bytes.
     func dispatch(_ exchange: ProxyExchange) {
         let token = worker.tokenView(for: exchange.route).token
-        if token == nil, exchange.route.settings.tokenWait > .zero {
-            proxy.waitForToken(for: exchange.route, timeout: exchange.route.settings.tokenWait.loopNanoseconds, on: loop) {
+        if token == nil, exchange.route.tokenWaitNanoseconds > 0 {
+            proxy.waitForToken(for: exchange.route, timeout: exchange.route.tokenWaitNanoseconds, on: loop) {
                 [self] token in
                 tokenArrived(token, for: exchange)
                 settle()

@@ -15,6 +15,10 @@ final class ProxyRoute: Sendable {
     /// `waf_tokend_proxy_upstream_seconds` of the route's provider and egress: a reload that
     /// changes the egress changes the series.
     let upstreamTimer: CoreMetrics.Timer
+    /// `settings.upstreamTimeout` and `settings.tokenWait` on the loop's clock: a `Duration`'s
+    /// conversion divides 128-bit numbers, and the stall timer moves three times a request.
+    let upstreamTimeoutNanoseconds: UInt64
+    let tokenWaitNanoseconds: UInt64
 
     init(settings: ProxySettings, connection: ConnectionSettings, tls: TLSClientContext?, generation: Int, upstreamTimer: CoreMetrics.Timer) {
         self.settings = settings
@@ -22,6 +26,8 @@ final class ProxyRoute: Sendable {
         self.tls = tls
         self.generation = generation
         self.upstreamTimer = upstreamTimer
+        upstreamTimeoutNanoseconds = settings.upstreamTimeout.loopNanoseconds
+        tokenWaitNanoseconds = settings.tokenWait.loopNanoseconds
     }
 
     /// The metrics' `egress` label: `direct`, or the forward proxy's host and port.

@@ -97,7 +97,7 @@ final class UpstreamPool {
         let upstream = route.settings.upstream
         // SNI names a host, never an address; the certificate is checked for either.
         let tls = route.tls.map { ($0, upstream.host) }
-        let timeout = route.settings.upstreamTimeout.loopNanoseconds
+        let timeout = route.upstreamTimeoutNanoseconds
         guard let forward = route.settings.forwardProxy else { return try? LoopStream(to: addresses, tls: tls, timeout: timeout, on: loop) }
         let tunnel = LoopStream.Tunnel(authority: upstream.connectAuthority, authorization: forward.authorization)
         return try? LoopStream(through: addresses, tunnel: tunnel, tls: tls, timeout: timeout, on: loop)

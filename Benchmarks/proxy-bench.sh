@@ -16,7 +16,9 @@
 # Go sits these rows out; the sketch speaks TLS through OpenSSL's libssl, verifying as nginx does
 # (what the proxy on a loop of its own would do, issue 39).
 #
-#   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64" SCHEMES="http https")
+# Last, the instructions each spends per request, counted by callgrind (Benchmarks/proxy-instructions.sh).
+#
+#   Benchmarks/proxy-bench.sh        (RUNS=3 REQUESTS=100000 WORKERS="1 <cores>" CONNECTIONS="16 64" SCHEMES="http https" INSTRUCTIONS=1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source Benchmarks/lib.sh
@@ -167,3 +169,4 @@ for workers in $WORKERS; do
     sketch_pid=
 done
 done
+[ "${INSTRUCTIONS:-1}" = 1 ] && source Benchmarks/proxy-instructions.sh

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the build and the tests need, only those missing; with `deb`, also
 # what `make deb` needs (debhelper, lintian); with `image`, what `make image` needs (podman,
-# buildah, runc); with `bench`, what the benchmarks use besides h2load (nginx, perf, strace, and
-# Go for the proxy benchmark's second anchor).
+# buildah, runc); with `bench`, what the benchmarks use besides h2load (nginx, perf, strace, Go for
+# the proxy benchmark's second anchor, and valgrind, whose callgrind counts its instructions).
 #
 #   scripts/install-deps.sh [deb] [image] [bench]
 set -euo pipefail
@@ -30,7 +30,7 @@ for profile in "$@"; do
     case "$profile" in
         deb) packages+=(debhelper lintian dpkg-dev fakeroot) ;;
         image) packages+=(podman buildah runc uidmap ca-certificates busybox-static) ;;
-        bench) packages+=(nginx-light linux-perf strace golang-go) ;;
+        bench) packages+=(nginx-light linux-perf strace golang-go valgrind) ;;
         *) echo "error: unknown profile $profile (deb, image, bench)" >&2; exit 64 ;;
     esac
 done

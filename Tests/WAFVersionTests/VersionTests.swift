@@ -32,14 +32,23 @@ struct VersionTests {
         }
     }
 
-    @Test("A daemon outside systemd (a container's, exec's) fetches and serves without loading libsystemd; told of a watchdog, it loads it")
-    func libsystemdOutsideSystemdNever() async throws {
+    @Test(
+        "A daemon fetches and serves without loading libsystemd outside systemd, and under it, telling it READY=1 and pinging its watchdog; a notify address only a newer libsystemd knows loads it"
+    )
+    func libsystemdOnlyWhenNeeded() async throws {
         let service = try ServiceProcess()
+        let notify = try NotifySocket(abstract: false)
+        defer { notify.close() }
         // DaemonProcess passes none of the runner's systemd variables: NOTIFY_SOCKET, LISTEN_*, WATCHDOG_*, JOURNAL_STREAM.
-        for (environment, loads) in [([String: String](), false), (["WATCHDOG_USEC": "60000000"], true)] {
+        let systemd = ["NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000"]
+        for (environment, loads) in [([String: String](), false), (systemd, false), (["NOTIFY_SOCKET": "vsock:2:9999"], true)] {
             let daemon = try await DaemonProcess.serving(service: service, environment: environment.merging(["LD_DEBUG": "files"]) { $1 })
             let ready = try await daemon.client.tokenReady(wait: .seconds(10))
             #expect(ready.value.count > 40, "a token served")
+            if environment == systemd {
+                #expect(await notify.wait { $0.fields["READY"] == "1" } != nil, "READY=1 through the protocol itself")
+                #expect(await notify.wait { $0.fields["WATCHDOG"] == "1" } != nil, "the watchdog pinged")
+            }
             #expect(await daemon.stop() == 0)
             #expect(daemon.stderr.contains("libc.so.6"), "the loader's report")
             #expect(daemon.stderr.contains("libsystemd.so.0") == loads, "\(environment): libsystemd loaded: \(!loads)")

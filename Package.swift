@@ -376,7 +376,7 @@ let package = Package(
             name: "WAFSystemdTests",
             dependencies: [
                 "WAFTestTraits", "WAFSystemd", "WAFTokenDaemon", "WAFChallenge", "WAFJSON", "WAFTestSupport", "waf-tokend", "waf-tokend-wedge",
-                "waf-tokenctl", "waf-token-service",
+                "waf-tokenctl", "waf-token-service", "CLibrariesOnDemand",
             ],
             swiftSettings: strict),
         .testTarget(

@@ -10,9 +10,11 @@
 # libstdc++ and libgcc's unwinder are linked in too (the Swift runtime's C++ needs them): loaded as
 # shared libraries they cost every exec their mapping and the binding of libstdc++'s 5,000
 # relocations, a quarter of `waf-tokenctl --version`'s CPU (docs/performance.md, "Start-up in detail").
-# The toolchain's static-stdlib-args.lnk names them as `-lstdc++` and `-lgcc_s`, and lld keeps the
-# first definition it meets; so the products folder, searched before the system's, holds linker
-# scripts by those names that point at the archives (GCC's runtime library exception allows it).
+# The toolchain's static-stdlib-args.lnk asks for `-lstdc++` and the clang driver for `-lgcc_s`;
+# the linker takes the first file of that name on its search path, and the products folder comes
+# before the one where GCC keeps the real ones: so it holds linker scripts by those names that
+# point at the archives (GCC's runtime library exception allows it). SwiftPM does not see them:
+# after an update of Debian's libstdc++ (a security fix), a clean build links the new one in.
 #
 #   scripts/swift-release.sh [--product NAME] [--show-bin-path]
 #
@@ -23,10 +25,13 @@ cd "$(dirname "$0")/.."
 products=.build-static/$(uname -m)-unknown-linux-gnu/release
 mkdir -p "$products"
 clang=$(dirname "$(readlink -f "$(command -v "${SWIFT:-swift}")")")/clang
+[ -x "$clang" ] || { echo "error: no clang beside ${SWIFT:-swift} ($clang): the toolchain's linker driver finds the C++ archives" >&2; exit 1; }
 for pair in libstdc++.so=libstdc++.a libgcc_s.so=libgcc_eh.a; do
     archive=$("$clang" -print-file-name="${pair#*=}")
     [ -f "$archive" ] || { echo "error: no ${pair#*=} for the static link (Debian's libstdc++-12-dev and libgcc-12-dev have it)" >&2; exit 1; }
-    printf '/* scripts/swift-release.sh: linked in, not loaded at exec */\nINPUT(%s)\n' "$archive" >"$products/${pair%%=*}"
+    # Written aside and moved: a link running meanwhile reads the old script or the new one, whole.
+    printf '/* scripts/swift-release.sh: linked in, not loaded at exec */\nINPUT(%s)\n' "$archive" >"$products/${pair%%=*}.$$"
+    mv -f "$products/${pair%%=*}.$$" "$products/${pair%%=*}"
 done
 build() {
     "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \

@@ -26,6 +26,9 @@ void *waf_library_symbol(struct waf_library *library, const char *name);
         }                                                                                          \
         return function args;                                                                      \
     }
+/// libsystemd's own sd_notify (systemd.c), for an address systemd-protocols.c leaves to it.
+int waf_systemd_notify_loaded(int unset_environment, const char *state);
+
 #define ON_DEMAND(library, ret, name, params, args) ON_DEMAND_AS(library, ret, name, name, params, args)
 #define ON_DEMAND_VOID(library, name, params, args)                                                \
     void name params {                                                                             \

@@ -135,6 +135,8 @@ public enum BlockingExchange {
 
     private static func isContentLength(_ name: Slice<UnsafeBufferPointer<UInt8>>) -> Bool {
         let expected = Array("content-length".utf8)
-        return name.count == expected.count && zip(name, expected).allSatisfy { ($0 | 0x20) == $1 }
+        // Case folded for letters only: folded, a CR would pass for the `-`.
+        return name.count == expected.count
+            && zip(name, expected).allSatisfy { $0 == $1 || ($1 >= UInt8(ascii: "a") && $1 <= UInt8(ascii: "z") && $0 | 0x20 == $1) }
     }
 }

@@ -32,7 +32,7 @@ final class ProxyContext: ConnectionGuardContext {
     let connector: UpstreamPool.Connector?
     private let current: NIOLockedValueBox<Route>
     /// The generation of the route in force, stored after the route: a loop compares it with the
-    /// route it holds instead of taking the lock per request (`ProxyWorker.route`).
+    /// route it holds instead of taking the lock per request (`ProxyConnection.route`).
     private let installed = Atomic<Int>(1)
     /// The last generation given to a route made.
     private let made = Atomic<Int>(1)
@@ -73,8 +73,12 @@ final class ProxyContext: ConnectionGuardContext {
     }
 
     func install(_ route: Route) {
-        current.withLockedValue { $0 = route }
-        installed.store(route.generation, ordering: .releasing)
+        // Under the lock: two installs that overlapped could otherwise leave the generation of the
+        // one replaced, and a connection holding it would keep it.
+        current.withLockedValue {
+            $0 = route
+            installed.store(route.generation, ordering: .releasing)
+        }
     }
 
     private static func route(

@@ -120,6 +120,7 @@ struct BlockingExchangeParseTests {
             ("HTTP/1.1 200 OK\r\n\r\n", 200, ""),
             ("HTTP/1.1 200 OK\r\nContent-Length: 4\r\nContent-Length: 2\r\n\r\nabcd", 200, "ab"),
             ("HTTP/1.1 404 Not Found\r\nX-Content-Length: 1\r\nContent-Lengths: 1\r\n\r\nnone", 404, "none"),
+            ("HTTP/1.1 200 OK\r\nContent\rLength: 1\r\n\r\nnot one", 200, "not one"),
         ])
     func reads(answer: String, status: UInt, body: String) throws {
         let (readStatus, readBody) = try Self.parsed(answer).get()

@@ -79,7 +79,7 @@ struct SocketActivationTests {
     }
 
     @Test(
-        "named sockets: api is the API socket, a proxy's is served where its address matches, one that matches nothing is logged and closed"
+        "named sockets: api is the API socket, a proxy's is served where its address matches, one that matches nothing is logged and closed; READY=1 and the watchdog (WATCHDOG_PID ours) meanwhile, all without loading libsystemd"
     )
     func namedSockets() async throws {
         let service = try ServiceProcess()
@@ -90,16 +90,23 @@ struct SocketActivationTests {
         // before the daemon starts, and nothing else can take it meanwhile.
         let proxy = try ListeningSocket(tcp: "127.0.0.1")
         let stderr = directory.appendingPathComponent("stderr.log").path
-        // LISTEN_PID must be the daemon's own pid: the shell learns it and execs the daemon in its place.
+        let notify = try NotifySocket(abstract: false)
+        defer { notify.close() }
+        // LISTEN_PID and WATCHDOG_PID must be the daemon's own pid, as systemd sets them: the shell
+        // learns it and execs the daemon in its place.
         let activated = try SpawnedProcess(
             "/bin/sh",
             [
-                "-c", #"LISTEN_PID=$$ exec "$0" "$@""#, productsDirectory.appendingPathComponent("waf-tokend").path, "--config", "/dev/null",
+                "-c", #"LISTEN_PID=$$ WATCHDOG_PID=$$ exec "$0" "$@""#, productsDirectory.appendingPathComponent("waf-tokend").path, "--config",
+                "/dev/null",
                 "--application-integration-url", service.url, "--domain-name", "127.0.0.1",
                 "--socket-path", directory.appendingPathComponent("configured.sock").path,
                 "--proxy-listen", proxy.address, "--proxy-allowed-users", "root", "--proxy-upstream", service.origin,
             ],
-            environment: ProcessInfo.processInfo.environment.merging(["LISTEN_FDS": "3", "LISTEN_FDNAMES": "api:proxy-default:stray"]) { $1 },
+            environment: ProcessInfo.processInfo.environment.merging([
+                "LISTEN_FDS": "3", "LISTEN_FDNAMES": "api:proxy-default:stray", "NOTIFY_SOCKET": notify.address, "WATCHDOG_USEC": "2000000",
+                "LD_DEBUG": "files",
+            ]) { $1 },
             output: stderr, descriptors: [api.descriptor, proxy.descriptor, extra.descriptor])
 
         #expect(try await curl(api.address, "/v1/token?wait=10").code == 200, "the socket named api is the API socket")
@@ -112,7 +119,11 @@ struct SocketActivationTests {
             "the stray socket is logged: \(log())")
         #expect(log().contains("activated=true"), "\(log())")
         #expect(!FileManager.default.fileExists(atPath: directory.appendingPathComponent("configured.sock").path))
+        #expect(await notify.wait { $0.fields["READY"] == "1" } != nil, "READY=1")
+        #expect(await notify.wait { $0.fields["WATCHDOG"] == "1" } != nil, "the watchdog pinged: WATCHDOG_PID is the daemon's")
         #expect(await activated.stop() == 0)
+        #expect(log().contains("libc.so.6"), "the loader's report")
+        #expect(!log().contains("libsystemd.so.0"), "socket activation, READY=1 and the watchdog are spoken, not loaded")
         await service.stop()
     }
 

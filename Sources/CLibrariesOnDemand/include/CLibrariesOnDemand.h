@@ -15,4 +15,10 @@ void waf_library_on_failure(void (*handler)(void));
 /// its own status (0 or 143) with the handler's work half done.
 void waf_library_wait_if_failing(void);
 
+#include <sys/uio.h>
+
+/// `sd_journal_sendv`'s entry, sent to the journal socket at `path` rather than journald's
+/// (systemd-protocols.c): for the tests, which read what a journal would get.
+int waf_journal_sendv_to(const char *path, const struct iovec *iov, int n);
+
 #endif

@@ -30,6 +30,34 @@ package struct HTTPHead {
     /// 0 for HTTP/1.0, 1 for HTTP/1.1.
     package let minorVersion: Int
     package let fields: [Field]
+    /// A bit for each name among the fields (`nameBit`), set by the parser: a search for a name
+    /// the head does not have, most of a proxied request's searches, ends here without a look at
+    /// a field. A shared bit only costs the search it would have cost anyway.
+    package let names: UInt64
+
+    /// The bit of a field name: its length, first and last byte, ASCII case folded as `equals`
+    /// folds it, so that a name it matches has the same bit. (The factors keep the names the
+    /// proxy looks for apart from those heads commonly have.)
+    @inline(__always)
+    package static func nameBit(length: Int, first: UInt8, last: UInt8) -> UInt64 {
+        1 &<< UInt64((length &+ Int(first | 0x20) &* 6 &+ Int(last | 0x20) &* 3) & 63)
+    }
+
+    @inline(__always)
+    package static func nameBit(_ name: StaticString) -> UInt64 {
+        let count = name.utf8CodeUnitCount
+        return nameBit(length: count, first: name.utf8Start[0], last: name.utf8Start[count - 1])
+    }
+
+    /// The bit of the name at `range` of `raw`, the head's bytes.
+    @inline(__always)
+    package static func nameBit(of range: Range<Int>, _ raw: UnsafeRawBufferPointer) -> UInt64 {
+        nameBit(length: range.count, first: raw[range.lowerBound], last: raw[range.upperBound - 1])
+    }
+
+    /// False when no field is called `name`; true when one may be.
+    @inline(__always)
+    package func mayContain(_ name: StaticString) -> Bool { names & Self.nameBit(name) != 0 }
 
     // MARK: Reading it
 
@@ -40,15 +68,21 @@ package struct HTTPHead {
     /// Whether the bytes in `range` are `lowercase`, ignoring ASCII case.
     package func equals(_ range: Range<Int>, lowercase: StaticString) -> Bool {
         guard range.count == lowercase.utf8CodeUnitCount else { return false }
-        return bytes.withUnsafeReadableBytes { raw in
-            var index = range.lowerBound
-            for byte in UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount) {
-                // Setting bit 5 folds ASCII letters; '-' and digits have it already.
-                if raw[index] | 0x20 != byte { return false }
-                index += 1
-            }
-            return true
+        return bytes.withUnsafeReadableBytes { Self.equals($0, range, lowercase: lowercase) }
+    }
+
+    /// `equals` on the head's bytes in hand: the searches below look at every field with one
+    /// look at the buffer, not one per field.
+    @inline(__always)
+    static func equals(_ raw: UnsafeRawBufferPointer, _ range: Range<Int>, lowercase: StaticString) -> Bool {
+        guard range.count == lowercase.utf8CodeUnitCount else { return false }
+        var index = range.lowerBound
+        for byte in UnsafeBufferPointer(start: lowercase.utf8Start, count: lowercase.utf8CodeUnitCount) {
+            // Setting bit 5 folds ASCII letters; '-' and digits have it already.
+            if raw[index] | 0x20 != byte { return false }
+            index += 1
         }
+        return true
     }
 
     /// Whether the bytes in `range` are `text`, byte for byte (a method's name is case-sensitive).
@@ -61,24 +95,28 @@ package struct HTTPHead {
 
     /// The values of every field called `name` (lower case), in order.
     package func values(_ name: StaticString) -> [String] {
-        fields.compactMap { equals($0.name, lowercase: name) ? string($0.value) : nil }
+        guard mayContain(name) else { return [] }
+        return fields.compactMap { equals($0.name, lowercase: name) ? string($0.value) : nil }
     }
 
     package func contains(_ name: StaticString) -> Bool {
-        fields.contains { equals($0.name, lowercase: name) }
+        guard mayContain(name) else { return false }
+        return bytes.withUnsafeReadableBytes { raw in fields.contains { Self.equals(raw, $0.name, lowercase: name) } }
     }
 
     /// How many fields are called `name`.
     package func count(_ name: StaticString) -> Int {
-        fields.reduce(0) { $0 + (equals($1.name, lowercase: name) ? 1 : 0) }
+        guard mayContain(name) else { return 0 }
+        return fields.reduce(0) { $0 + (equals($1.name, lowercase: name) ? 1 : 0) }
     }
 
     /// Calls `body` with each element of the comma-separated lists in the fields called `name`
     /// (`Connection`, `Transfer-Encoding`), without its surrounding whitespace; stops when it
     /// returns false. Bytes, not strings: a proxied request reads these every time.
     package func forEachElement(_ name: StaticString, _ body: (Range<Int>) -> Bool) {
+        guard mayContain(name) else { return }
         bytes.withUnsafeReadableBytes { raw in
-            for field in fields where equals(field.name, lowercase: name) {
+            for field in fields where Self.equals(raw, field.name, lowercase: name) {
                 var start = field.value.lowerBound
                 while start <= field.value.upperBound {
                     let comma = raw[start..<field.value.upperBound].firstIndex(of: UInt8(ascii: ",")) ?? field.value.upperBound
@@ -129,7 +167,9 @@ package struct HTTPHead {
     /// The status code, three digits (the parser checked them).
     package var status: Int {
         bytes.withUnsafeReadableBytes { raw in
-            raw[second].reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+            let at = second.lowerBound
+            guard second.count == 3 else { return raw[second].reduce(0) { $0 * 10 + Int($1 &- UInt8(ascii: "0")) } }
+            return Int(raw[at] &- 0x30) &* 100 &+ Int(raw[at + 1] &- 0x30) &* 10 &+ Int(raw[at + 2] &- 0x30)
         }
     }
 }

@@ -56,9 +56,10 @@ package enum HTTPHeadParser {
                 raw[(space + 1)..<secondSpace].allSatisfy({ $0 > 0x20 && $0 < 0x7F })
             else { throw .malformed("the request target is missing or holds a space or control byte") }
             let minor = try version(raw, (secondSpace + 1)..<lineEnd)
+            let (fields, names) = try fields(raw, from: lineEnd + 2)
             return HTTPHead(
                 bytes: head, first: 0..<space, second: (space + 1)..<secondSpace, third: (secondSpace + 1)..<lineEnd, minorVersion: minor,
-                fields: try fields(raw, from: lineEnd + 2))
+                fields: fields, names: names)
         }
     }
 
@@ -70,9 +71,10 @@ package enum HTTPHeadParser {
                 raw[min(13, lineEnd)..<lineEnd].allSatisfy(isFieldValue)
             else { throw .malformed("the status line is not HTTP/1.x, a status code and a reason") }
             let minor = try version(raw, 0..<8)
+            let (fields, names) = try fields(raw, from: lineEnd + 2)
             return HTTPHead(
-                bytes: head, first: 0..<8, second: 9..<12, third: min(13, lineEnd)..<lineEnd, minorVersion: minor,
-                fields: try fields(raw, from: lineEnd + 2))
+                bytes: head, first: 0..<8, second: 9..<12, third: min(13, lineEnd)..<lineEnd, minorVersion: minor, fields: fields,
+                names: names)
         }
     }
 
@@ -99,8 +101,10 @@ package enum HTTPHeadParser {
         byte >= 0x30 && byte <= 0x39 ? Int(byte - 0x30) : nil
     }
 
-    private static func fields(_ raw: UnsafeRawBufferPointer, from start: Int) throws(Failure) -> [HTTPHead.Field] {
+    /// The fields, and the bits of their names (`HTTPHead.names`).
+    private static func fields(_ raw: UnsafeRawBufferPointer, from start: Int) throws(Failure) -> ([HTTPHead.Field], UInt64) {
         var fields: [HTTPHead.Field] = []
+        var names: UInt64 = 0
         // Most heads have fewer: one allocation rather than a growth at 1, 2, 4 and 8.
         fields.reserveCapacity(16)
         var lineStart = start
@@ -108,12 +112,12 @@ package enum HTTPHeadParser {
         while lineStart < end {
             let lineEnd = try endOfLine(raw, from: lineStart)
             if raw[lineStart] == 0x20 || raw[lineStart] == 0x09 { throw .malformed("a header line is folded (obs-fold)") }
+            // The name's bytes up to the first that is not a tchar: a colon, or where it goes wrong.
+            // The line's CR is not one, so the loop stops at its end without a bound to check.
             var colon = lineStart
-            while colon < lineEnd, raw[colon] != UInt8(ascii: ":") {
-                guard isToken(raw[colon]) else { throw .malformed("a header name holds a space, control or separator byte") }
-                colon += 1
-            }
+            while isToken(raw[colon]) { colon += 1 }
             guard colon < lineEnd, colon > lineStart else { throw .malformed("a header line has no name or no colon") }
+            guard raw[colon] == UInt8(ascii: ":") else { throw .malformed("a header name holds a space, control or separator byte") }
             var valueStart = colon + 1
             while valueStart < lineEnd, raw[valueStart] == 0x20 || raw[valueStart] == 0x09 { valueStart += 1 }
             var valueEnd = lineEnd
@@ -121,20 +125,19 @@ package enum HTTPHeadParser {
             guard isFieldValue(raw, valueStart..<valueEnd) else { throw .malformed("a header value holds a control byte") }
             guard fields.count < maximumFields else { throw .tooLarge }
             fields.append(HTTPHead.Field(name: lineStart..<colon, value: valueStart..<valueEnd, line: lineStart..<lineEnd))
+            names |= HTTPHead.nameBit(length: colon - lineStart, first: raw[lineStart], last: raw[colon - 1])
             lineStart = lineEnd + 2
         }
-        return fields
+        return (fields, names)
     }
 
     /// RFC 9110 §5.6.2: `tchar`. A bit per ASCII byte in two words, not a table: a global's
     /// lazy initialisation is checked on every use, and this runs for every byte of every name.
     @inline(__always)
     package static func isToken(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0..<64: (0x03ff_6cfa_0000_0000 as UInt64) >> byte & 1 == 1
-        case 64..<128: (0x57ff_ffff_c7ff_fffe as UInt64) >> (byte - 64) & 1 == 1
-        default: false
-        }
+        // Without branches: the word for the byte's half of ASCII, shifted by its low six bits.
+        let word: UInt64 = byte < 64 ? 0x03ff_6cfa_0000_0000 : 0x57ff_ffff_c7ff_fffe
+        return byte < 128 && (word &>> UInt64(byte & 63)) & 1 == 1
     }
 
     /// RFC 9110 §5.5: a field value's bytes are HTAB, SP, visible ASCII and obs-text.

@@ -56,7 +56,7 @@ enum ProxyRules {
         // The client's cookies and the token in one header; without cookies (the common case),
         // no pairs of a merge are built.
         var merged: String?
-        if let token, tokenCookie {
+        if let token, tokenCookie, head.mayContain("cookie") {
             var cookies: [String] = []
             for field in head.fields where head.equals(field.name, lowercase: "cookie") && !hop.drops(field, of: head) {
                 cookies.append(head.string(field.value))
@@ -81,6 +81,12 @@ enum ProxyRules {
                 var lengthIsZero = false
                 for field in head.fields {
                     let name = field.name
+                    // A name none of the checks below can match goes on at once: most of them.
+                    if hop.namesNothing, HTTPHead.nameBit(of: name, raw) & upstreamDropBits == 0 {
+                        out.append(UnsafeRawBufferPointer(rebasing: raw[field.line]))
+                        out.append("\r\n")
+                        continue
+                    }
                     if head.equals(name, lowercase: "content-length") {
                         lengths += 1
                         lengthIsZero = head.equals(field.value, exactly: "0")
@@ -178,8 +184,12 @@ enum ProxyRules {
                 out.append(" ")
                 out.append(UnsafeRawBufferPointer(rebasing: raw[head.third]))
                 out.append("\r\n")
-                for field in head.fields where !hop.drops(field, of: head) {
-                    if dropLength, head.equals(field.name, lowercase: "content-length") { continue }
+                for field in head.fields {
+                    // A name neither check can match goes on at once: most of them.
+                    if !hop.namesNothing || HTTPHead.nameBit(of: field.name, raw) & clientDropBits != 0 {
+                        if hop.drops(field, of: head) { continue }
+                        if dropLength, head.equals(field.name, lowercase: "content-length") { continue }
+                    }
                     out.append(UnsafeRawBufferPointer(rebasing: raw[field.line]))
                     out.append("\r\n")
                 }
@@ -223,12 +233,24 @@ enum ProxyRules {
         "proxy-authorization",
     ]
 
+    /// The name bits (`HTTPHead.nameBit`) of `hopByHop`, as constants (computed, a global would be
+    /// made on first use and checked at every one); `ProxyRulesTests` holds them to the names.
+    static let hopByHopBits: UInt64 = 0x6c10_0242_0020_0000
+    /// What a request's head may lose on its way upstream: `hopByHop`, `Content-Length`, `Host`,
+    /// `Expect`, `Cookie` and `X-Aws-Waf-Token`.
+    static let upstreamDropBits: UInt64 = 0x6c10_0242_0121_0081
+    /// What an answer's head may lose on its way to the client: `hopByHop`, `Content-Length`.
+    static let clientDropBits: UInt64 = 0x6c10_0242_0120_0000
+
     /// Which of a head's fields stay behind.
     /// Not holding its head (the caller passes it): a copy of the head and of an empty set, made
     /// for each of the two heads of a request, were six retains and releases.
     struct HopByHop {
         /// What the Connection header names, lower case (rarely anything: nil then).
         private let named: Set<String>?
+
+        /// The Connection header names no field: only the fixed names are hop-by-hop.
+        var namesNothing: Bool { named == nil }
 
         init(_ head: HTTPHead) {
             var named: Set<String>?

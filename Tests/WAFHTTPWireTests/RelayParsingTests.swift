@@ -51,6 +51,56 @@ struct RelayParsingTests {
         }
     }
 
+    @Test("a header name's every byte: a tchar goes on, a colon ends the name, any other byte is refused, the line's end included")
+    func fieldNameBytes() {
+        for byte in UInt8.min...UInt8.max where byte != UInt8(ascii: ":") && byte != 0x0A {
+            let bytes = ByteBuffer(bytes: Array("GET / HTTP/1.1\r\nX-".utf8) + [byte] + Array("a: v\r\n\r\n".utf8))
+            let parsed = Result { () throws(HTTPHeadParser.Failure) in try HTTPHeadParser.request(bytes) }
+            if HTTPHeadParser.isToken(byte) {
+                guard case .success(let head) = parsed else { Issue.record("byte \(byte) refused: \(parsed)"); continue }
+                #expect(head.fields.count == 1 && head.fields[0].name.count == 4, "byte \(byte)")
+            } else {
+                guard case .failure(.malformed(let reason)) = parsed else { Issue.record("byte \(byte) accepted"); continue }
+                #expect(reason.contains("header name") || reason.contains("control byte") || reason.contains("no colon"), "byte \(byte): \(reason)")
+            }
+        }
+        for (line, reason) in [
+            ("X-A v", "header name"), (": v", "no name"), ("X-A", "no colon"), ("X A: v", "header name"), ("X-A\t: v", "header name"),
+        ] {
+            let parsed = Result { () throws(HTTPHeadParser.Failure) in
+                try HTTPHeadParser.request(ByteBuffer(string: "GET / HTTP/1.1\r\n\(line)\r\n\r\n"))
+            }
+            guard case .failure(.malformed(let said)) = parsed else { Issue.record("\(line) accepted"); continue }
+            #expect(said.contains(reason), "\(line): \(said)")
+        }
+    }
+
+    @Test("a name a head has is found in any case, by its bit and by its bytes; one it lacks is not, even when it shares a bit")
+    func nameBits() throws {
+        let names: [StaticString] = [
+            "connection", "content-length", "transfer-encoding", "upgrade", "expect", "cookie", "host", "x-amzn-waf-action", "te",
+        ]
+        for name in names {
+            let lower = "\(name)"
+            for spelled in [lower, lower.uppercased(), lower.prefix(1).uppercased() + lower.dropFirst(), "x" + lower.dropFirst()] {
+                let head = try HTTPHeadParser.request(ByteBuffer(string: "GET / HTTP/1.1\r\nAccept: */*\r\n\(spelled): v\r\n\r\n"))
+                let bit = head.bytes.withUnsafeReadableBytes { HTTPHead.nameBit(of: head.fields[1].name, $0) }
+                let same = spelled.lowercased() == lower
+                #expect(head.names & bit != 0 && head.fields.count == 2, "\(spelled)")
+                #expect(!same || (bit == HTTPHead.nameBit(name) && head.mayContain(name)), "\(spelled): the bit of \(lower)")
+                #expect(head.contains(name) == same && head.values(name) == (same ? ["v"] : []), "\(spelled)")
+            }
+        }
+        let head = try HTTPHeadParser.request(ByteBuffer(string: "GET / HTTP/1.1\r\nConnection: close\r\nCookie: a=1\r\n\r\n"))
+        #expect(head.mayContain("connection") && head.contains("connection") && head.lists("connection", "close"))
+        #expect(head.mayContain("COOKIE") && head.values("cookie") == ["a=1"] && head.count("cookie") == 1)
+        #expect(!head.mayContain("upgrade") && !head.contains("upgrade") && head.values("upgrade").isEmpty && head.count("upgrade") == 0)
+        // Names of one bit, told apart by their bytes.
+        let shared = try HTTPHeadParser.request(ByteBuffer(string: "GET / HTTP/1.1\r\nXa-b: 1\r\n\r\n"))
+        #expect(HTTPHead.nameBit("xa-b") == HTTPHead.nameBit("xb-b"), "the same length, first and last byte")
+        #expect(shared.contains("xa-b") && !shared.contains("xb-b"))
+    }
+
     /// Every shape by which a proxy and the server behind it could disagree on where a request
     /// ends: refused before anything goes upstream.
     @Test(

@@ -93,6 +93,15 @@ struct ProxyRulesTests {
         }
     }
 
+    @Test("the name bits written as constants are those of the names they stand for")
+    func dropBits() {
+        let hop = ProxyRules.hopByHop.reduce(UInt64(0)) { $0 | HTTPHead.nameBit($1) }
+        #expect(ProxyRules.hopByHopBits == hop)
+        let upstream: [StaticString] = ["content-length", "host", "expect", "cookie", "x-aws-waf-token"]
+        #expect(ProxyRules.upstreamDropBits == upstream.reduce(hop) { $0 | HTTPHead.nameBit($1) })
+        #expect(ProxyRules.clientDropBits == hop | HTTPHead.nameBit("content-length"))
+    }
+
     @Test("a head that outgrows the room counted for it is written again with more, whole, after what the buffer held")
     func headOutgrowingItsBound() {
         var buffer = ByteBuffer(string: "before;")

@@ -17,11 +17,9 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// happens; a larger one is passed on at once.
     static var maximumHeldChallenge: Int { 1 << 20 }
 
-    /// Takes the request in progress out of the state, which holds nothing meanwhile: changed
-    /// there, a held answer's bytes would be copied at every write. Put back with `state =`.
-    private mutating func take(_ event: StaticString) -> Exchange {
+    /// The request in progress, changed in place; `event` names what came without one.
+    private func active(_ event: StaticString) -> Exchange {
         guard case .active(let exchange) = state else { preconditionFailure("\(event) without a request") }
-        state = .closed
         return exchange
     }
 
@@ -102,8 +100,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// `mayKeep`: whether the memory budget lets the driver keep these bytes for a replay; past
     /// it the body streams, as one past the replay buffer does (TENANT-12).
     mutating func bodyArrived(_ count: Int, mayKeep: Bool = true) -> BodyPiece {
-        var exchange = take("a request's body")
-        defer { state = .active(exchange) }
+        let exchange = active("a request's body")
         switch exchange.body {
         case .kept(let kept, false):
             guard kept + count > exchange.replayLimit || !mayKeep else {
@@ -126,8 +123,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// request timeout, which bounds the head and the whole body, stops: TENANT-6), unless its
     /// answer began already.
     mutating func requestEnded() -> (RequestEnd, tellGuard: Bool) {
-        var exchange = take("a request's end")
-        defer { state = .active(exchange) }
+        let exchange = active("a request's end")
         let tellGuard = !exchange.serving
         switch exchange.body {
         case .kept(let kept, false):
@@ -159,11 +155,10 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// The token the request waited for is there (or the wait ended): false when `request` is no
     /// longer waiting for one.
     mutating func tokenReady(for request: Request) -> Bool {
-        guard case .active(var exchange) = state, exchange.request === request, case .waitingForToken(let sendings) = exchange.step else {
+        guard case .active(let exchange) = state, exchange.request === request, case .waitingForToken(let sendings) = exchange.step else {
             return false
         }
         exchange.step = .connecting(sendings)
-        state = .active(exchange)
         return true
     }
 
@@ -176,7 +171,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// `connection` is there for `request` (new, or `reused` from the pool). Nil when that request
     /// is no longer connecting: the connection goes back.
     mutating func upstreamAttached(for request: Request, _ connection: Connection, reused: Bool) -> Attach? {
-        guard case .active(var exchange) = state, exchange.request === request, case .connecting(let sendings) = exchange.step else { return nil }
+        guard case .active(let exchange) = state, exchange.request === request, case .connecting(let sendings) = exchange.step else { return nil }
         let framing = exchange.upstreamFraming
         let attach: Attach
         switch exchange.body {
@@ -187,7 +182,6 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
             exchange.body = .streaming(waiting: 0, complete: complete)
         }
         exchange.step = .sent(Upstream(connection: connection, reused: reused, requestComplete: exchange.body.complete), sendings)
-        state = .active(exchange)
         return attach
     }
 
@@ -197,8 +191,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     mutating func answerHeadArrived(
         _ head: HTTPHead, framing: HTTPFraming, challenge: Bool, clientFraming: ProxyRules.ClientFraming, mayKeep: () -> Bool
     ) -> AnswerHead {
-        var exchange = take("an answer's head")
-        defer { state = .active(exchange) }
+        let exchange = active("an answer's head")
         guard case .sent(let upstream, let sendings) = exchange.step else { preconditionFailure("an answer's head in \(exchange.step.name)") }
         if challenge, exchange.replayable, sendings.mayReplay {
             exchange.step = .holding(upstream, sendings, HeldAnswer(head: head, framing: framing, clientFraming: clientFraming, body: ByteBuffer()))
@@ -213,8 +206,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// `mayHold`: whether the memory budget lets the machine hold these bytes of a challenge;
     /// past it the challenge is passed on, as one too large to hold is (TENANT-12).
     mutating func answerBodyArrived(_ bytes: ByteBuffer, mayHold: Bool = true, mayKeep: () -> Bool) -> AnswerBody {
-        var exchange = take("an answer's body")
-        defer { state = .active(exchange) }
+        let exchange = active("an answer's body")
         switch exchange.step {
         case .answering:
             return .pass
@@ -236,12 +228,12 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     }
 
     mutating func answerEnded() -> AnswerEnd {
-        let exchange = take("an answer's end")
+        let exchange = active("an answer's end")
         switch exchange.step {
         case .answering(let upstream, let keeps):
             return .finish(end(exchange, keepAlive: keeps, upstream: (upstream.connection, upstream.requestComplete)))
         case .holding(let upstream, let sendings, let held):
-            state = .active(Exchange(replacing: exchange, step: .challenged(held, sendings)))
+            exchange.step = .challenged(held, sendings)
             return .challenged(upstream: (upstream.connection, upstream.requestComplete))
         default:
             preconditionFailure("an answer's end in \(exchange.step.name)")
@@ -252,7 +244,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
 
     /// A challenge's answer is held: passed on, replayed with a newer token, or a refresh first.
     mutating func challenged(sentToken: String?, currentToken: String?, mayKeep: () -> Bool) -> Challenge {
-        let exchange = take("a challenge")
+        let exchange = active("a challenge")
         guard case .challenged(let held, let sendings) = exchange.step else { preconditionFailure("a challenge decided with none held") }
         switch ProxyRules.afterChallenge(
             replayable: exchange.replayable, replayed: !sendings.mayReplay, sentToken: sentToken, currentToken: currentToken)
@@ -260,10 +252,10 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
         case .passOn:
             return .passOn(end(exchange, keepAlive: Self.keeps(exchange, held.clientFraming, mayKeep), upstream: nil), held)
         case .replay(let token):
-            state = .active(Exchange(replacing: exchange, step: .connecting(sendings.afterReplay)))
+            exchange.step = .connecting(sendings.afterReplay)
             return .replay(token: token)
         case .refresh:
-            state = .active(Exchange(replacing: exchange, step: .refreshing(held, sendings)))
+            exchange.step = .refreshing(held, sendings)
             return .refresh
         }
     }
@@ -277,7 +269,7 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
         guard case .replay(let token) = ProxyRules.afterRefresh(token, sentToken: sentToken) else {
             return .passOn(end(exchange, keepAlive: Self.keeps(exchange, held.clientFraming, mayKeep), upstream: nil), held)
         }
-        state = .active(Exchange(replacing: exchange, step: .connecting(sendings.afterReplay)))
+        exchange.step = .connecting(sendings.afterReplay)
         return .replay(token: token)
     }
 
@@ -303,12 +295,13 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// of an answer went out (the connection goes on only if the request's body was read to its
     /// end, and `mayKeep`), a close after. The request's upstream connection, if any, is closed.
     mutating func upstreamFailed(mayKeep: () -> Bool) -> Failure {
-        let exchange = take("an upstream failure")
+        let exchange = active("an upstream failure")
         switch exchange.step {
         case .connecting, .sent, .holding:
             let closing = exchange.step.upstream.map { ($0.connection, false) }
             return .answer(end(exchange, keepAlive: exchange.keepAlive && exchange.body.complete && mayKeep(), upstream: closing))
         case .answering(let upstream, _):
+            state = .closed
             return .closeClient(exchange.request, upstream: upstream.connection)
         case .reading, .waitingForToken, .challenged, .refreshing:
             preconditionFailure("an upstream failure in \(exchange.step.name), with no upstream asked")
@@ -321,20 +314,16 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     /// upstream cannot have acted on it (nothing written), or acting twice is harmless (an
     /// idempotent method), as nginx's `proxy_next_upstream` and Go's transport decide (TENANT-15).
     mutating func upstreamClosed(wroteNothing: Bool) -> Closed {
-        var exchange = take("an upstream close")
+        let exchange = active("an upstream close")
         switch exchange.step {
         case .sent(let upstream, let sendings):
-            guard upstream.reused, sendings.mayRetry, exchange.replayable, wroteNothing || exchange.idempotent else {
-                state = .active(exchange)
-                return .fail
-            }
+            guard upstream.reused, sendings.mayRetry, exchange.replayable, wroteNothing || exchange.idempotent else { return .fail }
             exchange.step = .connecting(sendings.afterRetry)
-            state = .active(exchange)
             return .retry(upstream: upstream.connection)
         case .holding:
-            state = .active(exchange)
             return .fail
         case .answering(let upstream, _):
+            state = .closed
             return .closeClient(exchange.request, upstream: upstream.connection)
         case .reading, .waitingForToken, .connecting, .challenged, .refreshing:
             preconditionFailure("an upstream close in \(exchange.step.name), with no upstream attached")
@@ -363,13 +352,5 @@ struct ProxyConnectionMachine<Request: AnyObject, Connection: AnyObject> {
     private mutating func end(_ exchange: Exchange, keepAlive: Bool, upstream: (Connection, Bool)?) -> Ending {
         state = keepAlive ? .idle : .closed
         return Ending(request: exchange.request, keepAlive: keepAlive, tellGuard: !exchange.serving, upstream: upstream)
-    }
-}
-
-extension ProxyConnectionMachine.Exchange {
-    /// The same request at another step.
-    fileprivate init(replacing exchange: Self, step: ProxyConnectionMachine.Step) {
-        self = exchange
-        self.step = step
     }
 }

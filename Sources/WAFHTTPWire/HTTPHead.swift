@@ -115,30 +115,40 @@ package struct HTTPHead {
     /// returns false. Bytes, not strings: a proxied request reads these every time.
     package func forEachElement(_ name: StaticString, _ body: (Range<Int>) -> Bool) {
         guard mayContain(name) else { return }
-        bytes.withUnsafeReadableBytes { raw in
-            for field in fields where Self.equals(raw, field.name, lowercase: name) {
-                var start = field.value.lowerBound
-                while start <= field.value.upperBound {
-                    let comma = raw[start..<field.value.upperBound].firstIndex(of: UInt8(ascii: ",")) ?? field.value.upperBound
-                    var low = start
-                    var high = comma
-                    while low < high, raw[low] == 0x20 || raw[low] == 0x09 { low += 1 }
-                    while high > low, raw[high - 1] == 0x20 || raw[high - 1] == 0x09 { high -= 1 }
-                    if low < high, !body(low..<high) { return }
-                    start = comma + 1
-                }
+        bytes.withUnsafeReadableBytes { raw in Self.forEachElement(raw, fields, name, body) }
+    }
+
+    /// `forEachElement` on the head's bytes in hand.
+    @inline(__always)
+    private static func forEachElement(_ raw: UnsafeRawBufferPointer, _ fields: [Field], _ name: StaticString, _ body: (Range<Int>) -> Bool) {
+        for field in fields where equals(raw, field.name, lowercase: name) {
+            var start = field.value.lowerBound
+            let end = field.value.upperBound
+            while start <= end {
+                // A byte at a time: list elements are a few bytes, shorter than a call to memchr.
+                var comma = start
+                while comma < end, raw[comma] != UInt8(ascii: ",") { comma += 1 }
+                var low = start
+                var high = comma
+                while low < high, raw[low] == 0x20 || raw[low] == 0x09 { low += 1 }
+                while high > low, raw[high - 1] == 0x20 || raw[high - 1] == 0x09 { high -= 1 }
+                if low < high, !body(low..<high) { return }
+                start = comma + 1
             }
         }
     }
 
     /// Whether a comma-separated list header (`Connection`, `Transfer-Encoding`) names `token`.
     package func lists(_ name: StaticString, _ token: StaticString) -> Bool {
-        var found = false
-        forEachElement(name) { element in
-            found = equals(element, lowercase: token)
-            return !found
+        guard mayContain(name) else { return false }
+        return bytes.withUnsafeReadableBytes { raw in
+            var found = false
+            Self.forEachElement(raw, fields, name) { element in
+                found = Self.equals(raw, element, lowercase: token)
+                return !found
+            }
+            return found
         }
-        return found
     }
 
     /// The elements of a list header, in order, lower case.

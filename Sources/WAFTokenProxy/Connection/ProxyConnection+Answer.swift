@@ -130,10 +130,10 @@ extension ProxyConnection {
     /// The upstream's answer head (or a held one) to the client, framed as `clientFraming` says.
     func sendHead(_ head: HTTPHead, _ framing: HTTPFraming, _ clientFraming: ProxyRules.ClientFraming, keepAlive: Bool) {
         count(statusCode: head.status)
-        // Sized by the writer, in one allocation.
-        var bytes = ByteBuffer()
+        var bytes = worker.headBuffer()
         ProxyRules.writeClientHead(head, framing: framing, clientFraming: clientFraming, keepAlive: keepAlive, into: &bytes)
         socket.write(bytes)
+        worker.written(bytes)
     }
 
     /// What the machine cannot know by itself: whether the daemon stops, and whether a reload

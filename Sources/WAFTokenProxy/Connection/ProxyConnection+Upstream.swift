@@ -67,13 +67,13 @@ extension ProxyConnection: UpstreamDelegate {
         connection.delegate = self
         connection.expectAnswer(toHead: exchange.head.isHead, decodeChunks: exchange.head.minorVersion == 0)
         let framing = attach.framing
-        // Sized by the writer, in one allocation.
-        var request = ByteBuffer()
+        var request = worker.headBuffer()
         ProxyRules.writeUpstreamHead(
             exchange.head, target: exchange.target, upstream: exchange.route.settings.upstream, token: exchange.sentToken,
             placement: exchange.route.settings.tokenIn,
             cookieApplies: worker.tokenView(for: exchange.route).cookieApplies(toPath:), framing: framing, into: &request)
         connection.send(request)
+        worker.written(request)
         if attach.sendKept { send(exchange.body, to: connection, framing: framing) }
         // A streamed body's bytes are gone once sent; a kept one stays for a replay.
         if attach.dropKept {

@@ -24,6 +24,11 @@ final class ProxyWorker {
     /// What this loop's requests take from the provider's snapshot: read again only when the
     /// route or the publication changed.
     private var tokenView: TokenView?
+    /// The storage the loop's heads are written into, used again once the socket has written the
+    /// last head out and let it go (a head still queued keeps its own: the next one is written
+    /// into new storage). Two allocations a request fewer; never more than `spareHeadCapacity`.
+    private var spareHead = ByteBuffer()
+    static let spareHeadCapacity = 4096
 
     /// The token a route's requests carry, and where its cookie goes, for one route and one
     /// publication of the provider's snapshot. A class, handed out by reference: as a tuple kept
@@ -53,6 +58,20 @@ final class ProxyWorker {
             if everyPath { return path.utf8.first == UInt8(ascii: "/") }
             return WAFCookie.pathMatches(requestPath: path, cookiePath: cookiePath)
         }
+    }
+
+    /// An empty buffer to write a head into: the spare's storage when nothing else holds it.
+    func headBuffer() -> ByteBuffer {
+        var buffer = spareHead
+        spareHead = ByteBuffer()
+        // None kept (the shared empty storage, which `clear` would copy): the writer allocates.
+        if buffer.capacity > 0 { buffer.clear() }
+        return buffer
+    }
+
+    /// `head` was written and handed to a socket: its storage is the spare from now on, if small.
+    func written(_ head: ByteBuffer) {
+        if head.capacity <= Self.spareHeadCapacity { spareHead = head }
     }
 
     init(loop: EpollLoop, proxy: ProxyContext, peers: PeerSource, open: OpenConnections) {

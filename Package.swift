@@ -63,11 +63,12 @@ let package = Package(
     ],
     targets: [
         // C libraries from Debian: the Public Suffix List (CFG-2), systemd's sd_notify, watchdog,
-        // socket activation and journal (headers only: CLibrariesOnDemand loads libsystemd on first
-        // use), libyaml for the configuration file, OpenSSL's libcrypto.
-        .systemLibrary(name: "CLibPSL", pkgConfig: "libpsl", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
+        // socket activation and journal, libyaml for the configuration file, OpenSSL's libcrypto.
+        // Headers only: CLibrariesOnDemand loads libpsl, libyaml and libsystemd on first use
+        // (no pkg-config, which would link them: 0.5 ms off every exec, docs/performance.md).
+        .systemLibrary(name: "CLibPSL", providers: [.apt(["libpsl-dev", "publicsuffix"])]),
         .systemLibrary(name: "CSystemd", providers: [.apt(["libsystemd-dev"])]),
-        .systemLibrary(name: "CYAML", pkgConfig: "yaml-0.1", providers: [.apt(["libyaml-dev"])]),
+        .systemLibrary(name: "CYAML", providers: [.apt(["libyaml-dev"])]),
         // OpenSSL's libcrypto for the proof-of-work hot loops (WAFChallenge/NonceHasher.swift), and
         // libssl for the proxy loop's TLS: headers only, the functions loaded on first use by
         // CLibrariesOnDemand (not linked: 1.9 ms off every exec, docs/performance.md).
@@ -83,7 +84,7 @@ let package = Package(
         .target(
             name: "WAFTokenCore",
             dependencies: [
-                "CLibPSL", "CLinuxTimers", logging, .product(name: "Crypto", package: "swift-crypto"),
+                "CLibPSL", "CLibrariesOnDemand", "CLinuxTimers", logging, .product(name: "Crypto", package: "swift-crypto"),
                 // pthread-based locks: visible to the thread sanitizer, unlike Synchronization.Mutex
                 // on Linux, whose lock lives in the uninstrumented standard library.
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -166,7 +167,7 @@ let package = Package(
         .target(
             name: "WAFDaemonConfiguration",
             dependencies: [
-                "WAFTokenCore", "WAFDelivery", "WAFHTTPWire", "CYAML", logging,
+                "WAFTokenCore", "WAFDelivery", "WAFHTTPWire", "CYAML", "CLibrariesOnDemand", logging,
                 // No traits: its YAML trait brings Yams, and with it Foundation and ICU (about 45 MB of
                 // a static binary); the file is read through libyaml instead (YAML/).
                 .product(name: "Configuration", package: "swift-configuration"),

@@ -22,12 +22,12 @@ install -m 0755 "$bin/waf-tokend" "$root/usr/sbin/"
 install -m 0755 "$bin/waf-tokenctl" "$root/usr/bin/"
 strip "$root/usr/sbin/waf-tokend" "$root/usr/bin/waf-tokenctl"
 
-# The shared libraries the binaries link, those they load on first use (libssl, libcrypto and
-# libsystemd, Sources/CLibrariesOnDemand: ldd cannot see them) with theirs, and the loader.
+# The shared libraries the binaries link, those they load on first use (libssl, libcrypto, libpsl,
+# libyaml and libsystemd, Sources/CLibrariesOnDemand: ldd cannot see them) with theirs, and the loader.
 on_demand=()
 # libgcc_s.so.1 too: the binaries link libgcc's unwinder in, so ldd no longer lists it, but glibc
 # loads it itself for pthread_exit and pthread_cancel, and aborts without it.
-for soname in libssl.so.3 libsystemd.so.0 libgcc_s.so.1; do
+for soname in libssl.so.3 libsystemd.so.0 libpsl.so.5 libyaml-0.so.2 libgcc_s.so.1; do
     # awk reads to the end: one that exits early makes ldconfig die of SIGPIPE, which pipefail reports.
     path=$(ldconfig -p | awk -v soname="$soname" '$1 == soname && /x86-64/ && path == "" { path = $NF } END { print path }')
     [ -n "$path" ] || { echo "image: $soname not found; install its Debian package" >&2; exit 1; }

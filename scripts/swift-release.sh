@@ -33,6 +33,13 @@ for pair in libstdc++.so=libstdc++.a libgcc_s.so=libgcc_eh.a; do
     printf '/* scripts/swift-release.sh: linked in, not loaded at exec */\nINPUT(%s)\n' "$archive" >"$products/${pair%%=*}.$$"
     mv -f "$products/${pair%%=*}.$$" "$products/${pair%%=*}"
 done
+# zlib: AsyncHTTPClient links it for a decompression the daemon never asks for (NIOHTTPCompression),
+# and loaded at every exec it cost its mapping and relocations for nothing. A script by its name
+# hands the linker the library as needed: recorded only if a symbol of it is used (none is).
+zlib=$("$clang" -print-file-name=libz.so.1)
+[ -f "$zlib" ] || { echo "error: no libz.so.1 for the link (Debian's zlib1g has it)" >&2; exit 1; }
+printf '/* scripts/swift-release.sh: only if a symbol of it is used */\nINPUT(AS_NEEDED(%s))\n' "$zlib" >"$products/libz.so.$$"
+mv -f "$products/libz.so.$$" "$products/libz.so"
 build() {
     "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
         -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs "$@"

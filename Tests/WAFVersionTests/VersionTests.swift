@@ -33,6 +33,32 @@ struct VersionTests {
     }
 
     @Test(
+        "libpsl and libyaml load on first use: --version loads neither; the shipped configuration file's check both; missing, the check ends with 1 and names the library"
+    )
+    func parsersOnFirstUse() async throws {
+        let daemon = productsDirectory.appendingPathComponent("waf-tokend").path
+        let config = repositoryDirectory.appendingPathComponent("config/waf-tokend.yaml").path
+        let version = try await run("/usr/bin/env", ["LD_DEBUG=files", daemon, "--version"])
+        #expect(version.status == 0 && version.stderr.contains("libc.so.6"), "the loader's report: \(version.stderr.prefix(300))")
+        for library in ["libpsl.so", "libyaml", "libidn2.so", "libunistring.so"] {
+            #expect(!version.stderr.contains(library), "--version loaded \(library)")
+        }
+        let checked = try await run("/usr/bin/env", ["LD_DEBUG=files", daemon, "--check-config", "--config", config])
+        #expect(checked.status == 0, "the shipped configuration: \(checked.stdout) \(checked.stderr.suffix(300))")
+        #expect(checked.stderr.contains("libyaml-0.so.2") && checked.stderr.contains("libpsl.so.5"), "a file and a domain name load both")
+        let directory = try scratchDirectory("waf-parsers-on-demand")
+        for (library, need) in [("libyaml-0.so.2", "configuration files"), ("libpsl.so.5", "Public Suffix List")] {
+            // The loader finds this empty file first: "file too short", as after a botched upgrade.
+            let libraries = directory.appendingPathComponent(library + ".d").path
+            try FileManager.default.createDirectory(atPath: libraries, withIntermediateDirectories: true)
+            #expect(FileManager.default.createFile(atPath: libraries + "/" + library, contents: Data()))
+            let broken = try await run("/usr/bin/env", ["LD_LIBRARY_PATH=\(libraries)", daemon, "--check-config", "--config", config])
+            #expect(broken.status == 1, "\(library) missing: a broken installation, 1: \(broken.stderr)")
+            #expect(broken.stderr.contains("cannot load \(library)") && broken.stderr.contains(need), "one line saying which: \(broken.stderr)")
+        }
+    }
+
+    @Test(
         "A daemon fetches and serves without loading libsystemd outside systemd, and under it, telling it READY=1 and pinging its watchdog; a notify address only a newer libsystemd knows loads it"
     )
     func libsystemdOnlyWhenNeeded() async throws {

@@ -21,6 +21,8 @@ enum YAMLDocument {
 
     /// The document's root, or nil for an empty document.
     static func parse(_ bytes: [UInt8]) throws(ParseError) -> YAMLNode? {
+        // What libyaml makes of no bytes, without loading it (`--config /dev/null`).
+        if bytes.isEmpty { return nil }
         var parser = yaml_parser_t()
         guard yaml_parser_initialize(&parser) == 1 else { throw ParseError(description: "libyaml could not start") }
         defer { yaml_parser_delete(&parser) }

@@ -174,11 +174,12 @@ package struct HTTPHead {
 
     // MARK: Responses
 
-    /// The status code, three digits (the parser checked them).
+    /// A response's status code, three digits (the parser checked them). Of a request, whose
+    /// second word is its target, nothing asks: 0 unless that is three bytes long.
     package var status: Int {
-        bytes.withUnsafeReadableBytes { raw in
+        guard second.count == 3 else { return 0 }
+        return bytes.withUnsafeReadableBytes { raw in
             let at = second.lowerBound
-            guard second.count == 3 else { return raw[second].reduce(0) { $0 * 10 + Int($1 &- UInt8(ascii: "0")) } }
             return Int(raw[at] &- 0x30) &* 100 &+ Int(raw[at + 1] &- 0x30) &* 10 &+ Int(raw[at + 2] &- 0x30)
         }
     }

@@ -18,8 +18,16 @@ struct HeadBytes {
     /// and never a crash a client's request could set off.
     static func write(into buffer: inout ByteBuffer, bound: Int, _ body: (inout HeadBytes) -> Void) {
         var room = max(bound, 64)
-        // A new buffer (most heads): allocated at its size, not copied over from the empty storage.
-        if buffer.capacity == 0 { buffer = ByteBufferAllocator().buffer(capacity: room) }
+        // Nothing to append to (a new buffer, the worker's spare): storage no larger than a new
+        // one's, a power of two under twice the room. The spare's is used again when nothing
+        // else holds it (`clear` allocates at the room when something does); a larger one goes.
+        if buffer.readableBytes == 0 {
+            if buffer.capacity > 0, buffer.capacity < 2 * room {
+                buffer.clear(minimumCapacity: room)
+            } else {
+                buffer = ByteBufferAllocator().buffer(capacity: room)
+            }
+        }
         while true {
             var outgrown = false
             buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: room) { region in

@@ -113,6 +113,30 @@ struct ProxyRulesTests {
         #expect(String(buffer: buffer) == "before;" + String(repeating: piece, count: 10) + "\r\n")
     }
 
+    @Test("a head written into a spare uses its storage only when nothing else holds it and it is no larger than a new buffer's")
+    func headIntoASpare() {
+        func address(_ buffer: ByteBuffer) -> UnsafeRawPointer? { buffer.withUnsafeReadableBytes { $0.baseAddress.map(UnsafeRawPointer.init) } }
+        func write(_ text: String, into buffer: inout ByteBuffer) {
+            buffer.moveReaderIndex(to: buffer.writerIndex)
+            HeadBytes.write(into: &buffer, bound: 600) { $0.append(text) }
+        }
+        // Unique, of the head's size (a new one would be 1,024 bytes): written in place.
+        var spare = ByteBufferAllocator().buffer(capacity: 1_024)
+        spare.writeString("old head")
+        let storage = address(spare)
+        write("new head", into: &spare)
+        #expect(String(buffer: spare) == "new head" && address(spare) == storage && spare.capacity == 1_024)
+        // Held by a queue: the queued head keeps its bytes, the next one has storage of its own.
+        let queued = spare
+        write("next head", into: &spare)
+        #expect(String(buffer: queued) == "new head" && String(buffer: spare) == "next head" && address(spare) != storage)
+        #expect(spare.capacity == 1_024, "the size a new buffer would have")
+        // Larger than a new one would be: let go, for one of the head's size.
+        var large = ByteBufferAllocator().buffer(capacity: 4_096)
+        write("small head", into: &large)
+        #expect(String(buffer: large) == "small head" && large.capacity == 1_024)
+    }
+
     @Test("a head of long fields, cookies to merge and a length is written whole, byte for byte")
     func longHeadWhole() {
         let long = String(repeating: "v", count: 20_000)

@@ -26,7 +26,9 @@ final class ProxyWorker {
     private var tokenView: TokenView?
     /// The storage the loop's heads are written into, used again once the socket has written the
     /// last head out and let it go (a head still queued keeps its own: the next one is written
-    /// into new storage). Two allocations a request fewer; never more than `spareHeadCapacity`.
+    /// into new storage). Two allocations a request fewer. A head never sits in more storage than
+    /// a new buffer for it would have (`HeadBytes.write`): what the budget counts of it, its bytes,
+    /// is what it was before. The spare itself is the loop's, at most `spareHeadCapacity`.
     private var spareHead = ByteBuffer()
     static let spareHeadCapacity = 4096
 
@@ -60,12 +62,12 @@ final class ProxyWorker {
         }
     }
 
-    /// An empty buffer to write a head into: the spare's storage when nothing else holds it.
+    /// An empty buffer to write a head into, on the spare's storage: `HeadBytes.write` uses that
+    /// again if nothing else holds it and it is of the head's size.
     func headBuffer() -> ByteBuffer {
         var buffer = spareHead
         spareHead = ByteBuffer()
-        // None kept (the shared empty storage, which `clear` would copy): the writer allocates.
-        if buffer.capacity > 0 { buffer.clear() }
+        buffer.moveReaderIndex(to: buffer.writerIndex)
         return buffer
     }
 

@@ -18,9 +18,11 @@ struct HeadBytes {
     /// and never a crash a client's request could set off.
     static func write(into buffer: inout ByteBuffer, bound: Int, _ body: (inout HeadBytes) -> Void) {
         var room = max(bound, 64)
-        // Nothing to append to (a new buffer, the worker's spare): storage no larger than a new
-        // one's, a power of two under twice the room. The spare's is used again when nothing
-        // else holds it (`clear` allocates at the room when something does); a larger one goes.
+        // Nothing to append to (a new buffer, the worker's spare, never a slice): storage no
+        // larger than a new one's, the power of two under twice the room, which is what the
+        // capacity check keeps. The spare's is used again when nothing else holds it; when
+        // something does, `clear(minimumCapacity:)` allocates at the room at once rather than at
+        // the old size and then again. A larger one goes.
         if buffer.readableBytes == 0 {
             if buffer.capacity > 0, buffer.capacity < 2 * room {
                 buffer.clear(minimumCapacity: room)

@@ -26,20 +26,23 @@ products=.build-static/$(uname -m)-unknown-linux-gnu/release
 mkdir -p "$products"
 clang=$(dirname "$(readlink -f "$(command -v "${SWIFT:-swift}")")")/clang
 [ -x "$clang" ] || { echo "error: no clang beside ${SWIFT:-swift} ($clang): the toolchain's linker driver finds the C++ archives" >&2; exit 1; }
+# script NAME TEXT: a linker script NAME in the products folder, written aside and moved: a link
+# running meanwhile reads the old script or the new one, whole.
+script() {
+    printf '/* scripts/swift-release.sh */\n%s\n' "$2" >"$products/$1.$$"
+    mv -f "$products/$1.$$" "$products/$1"
+}
 for pair in libstdc++.so=libstdc++.a libgcc_s.so=libgcc_eh.a; do
     archive=$("$clang" -print-file-name="${pair#*=}")
     [ -f "$archive" ] || { echo "error: no ${pair#*=} for the static link (Debian's libstdc++-12-dev and libgcc-12-dev have it)" >&2; exit 1; }
-    # Written aside and moved: a link running meanwhile reads the old script or the new one, whole.
-    printf '/* scripts/swift-release.sh: linked in, not loaded at exec */\nINPUT(%s)\n' "$archive" >"$products/${pair%%=*}.$$"
-    mv -f "$products/${pair%%=*}.$$" "$products/${pair%%=*}"
+    script "${pair%%=*}" "INPUT($archive)"
 done
 # zlib: AsyncHTTPClient links it for a decompression the daemon never asks for (NIOHTTPCompression),
 # and loaded at every exec it cost its mapping and relocations for nothing. A script by its name
 # hands the linker the library as needed: recorded only if a symbol of it is used (none is).
 zlib=$("$clang" -print-file-name=libz.so.1)
 [ -f "$zlib" ] || { echo "error: no libz.so.1 for the link (Debian's zlib1g has it)" >&2; exit 1; }
-printf '/* scripts/swift-release.sh: only if a symbol of it is used */\nINPUT(AS_NEEDED(%s))\n' "$zlib" >"$products/libz.so.$$"
-mv -f "$products/libz.so.$$" "$products/libz.so"
+script libz.so "INPUT(AS_NEEDED($zlib))"
 build() {
     "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
         -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs "$@"

@@ -125,7 +125,7 @@ package enum HTTPHeadParser {
             guard isFieldValue(raw, valueStart..<valueEnd) else { throw .malformed("a header value holds a control byte") }
             guard fields.count < maximumFields else { throw .tooLarge }
             fields.append(HTTPHead.Field(name: lineStart..<colon, value: valueStart..<valueEnd, line: lineStart..<lineEnd))
-            names |= HTTPHead.nameBit(length: colon - lineStart, first: raw[lineStart], last: raw[colon - 1])
+            names |= HTTPHead.nameBit(of: lineStart..<colon, raw)
             lineStart = lineEnd + 2
         }
         return (fields, names)

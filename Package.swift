@@ -349,13 +349,14 @@ let package = Package(
             ] + nio,
             swiftSettings: strict),
         .testTarget(
-            name: "WAFTokenStorageTests", dependencies: ["WAFTestTraits", "WAFTokenStorage", "WAFTokenCore", logging],
+            name: "WAFTokenStorageTests",
+            dependencies: ["WAFTestTraits", "WAFTokenStorage", "WAFTokenCore", logging, .product(name: "SystemPackage", package: "swift-system")],
             swiftSettings: strict),
         .testTarget(
             name: "WAFTokenProxyTests",
             dependencies: [
                 "WAFTestTraits", "WAFTestSupport", "WAFTokenProxy", "WAFHTTPWire", "WAFDaemonConfiguration", "WAFDaemonTransport",
-                "WAFProviderRegistry", "WAFProxyLoop",
+                "WAFProviderRegistry", "WAFProxyLoop", "CEpoll",
                 "WAFTokenCore",
                 "WAFTokenCoreTestKit", logging, .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

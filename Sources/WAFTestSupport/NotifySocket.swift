@@ -33,7 +33,7 @@ public final class NotifySocket: @unchecked Sendable {
         let name = "waf-notify-\(UUID().uuidString.prefix(8))"
         let path = abstract ? name : FileManager.default.temporaryDirectory.appendingPathComponent(name).path
         address = abstract ? "@" + name : path
-        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         var socketAddress = sockaddr_un()
         socketAddress.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)

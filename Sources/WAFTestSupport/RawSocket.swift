@@ -12,7 +12,7 @@ public final class RawSocket: @unchecked Sendable {
     private var pending: [UInt8] = []
 
     public init(path: String) throws {
-        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         guard descriptor >= 0 else { throw POSIXError(.init(rawValue: errno) ?? .EIO) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)

@@ -14,11 +14,8 @@ package enum AtomicFile {
         let gid = try group.map(groupID)
         let target = FilePath(path)
         let directory = target.removingLastComponent()
-        var template = Array((temporaryPrefix(for: target) + "XXXXXX").utf8CString)
-        let descriptor = mkstemp(&template)
-        guard descriptor >= 0 else { throw Errno(rawValue: errno) }
-        let temporary = String(decoding: template.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let file = FileDescriptor(rawValue: descriptor)
+        let (file, temporary) = try openTemporary(beside: target)
+        let descriptor = file.rawValue
         do {
             _ = try file.writeAll(bytes)
             if let gid, fchown(descriptor, uid_t.max, gid) != 0 { throw GroupFailure(group: group!, reason: String(cString: strerror(errno))) }
@@ -95,12 +92,36 @@ package enum AtomicFile {
         var description: String { "cannot give the file to group \(group): \(reason)" }
     }
 
+    /// A new file beside `target`, named like a temporary of it, and its path. Closed on exec: a
+    /// hook or `exec`'s program started by another thread while it is open (a new token is written
+    /// and announced at once) must not keep the token's bytes open, or the file after its rename.
+    package static func openTemporary(beside target: FilePath) throws -> (FileDescriptor, String) {
+        // mkstemp's names and mode, with O_CLOEXEC (mkostemp is a GNU extension Glibc's module leaves out).
+        let prefix = temporaryPrefix(for: target)
+        let characters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+        for _ in 0..<100 {
+            let path = prefix + String((0..<6).map { _ in characters.randomElement()! })
+            do {
+                let options: FileDescriptor.OpenOptions = [.create, .exclusiveCreate, .closeOnExec]
+                return (try FileDescriptor.open(path, .readWrite, options: options, permissions: [.ownerReadWrite]), path)
+            } catch Errno.fileExists {
+                continue
+            }
+        }
+        throw Errno.fileExists
+    }
+
+    /// A directory, to fsync; closed on exec, as every descriptor the daemon opens is.
+    package static func openDirectory(_ directory: FilePath) throws -> FileDescriptor {
+        try FileDescriptor.open(directory.string.isEmpty ? "." : directory, .readOnly, options: [.directory, .closeOnExec])
+    }
+
     private static func temporaryPrefix(for target: FilePath) -> String {
         target.removingLastComponent().appending(".\(target.lastComponent?.string ?? "file").").string
     }
 
     private static func syncDirectory(_ directory: FilePath) throws {
-        let descriptor = try FileDescriptor.open(directory.string.isEmpty ? "." : directory, .readOnly, options: .directory)
+        let descriptor = try openDirectory(directory)
         defer { try? descriptor.close() }
         guard fsync(descriptor.rawValue) == 0 else { throw Errno(rawValue: errno) }
     }

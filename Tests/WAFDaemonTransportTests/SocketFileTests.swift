@@ -17,7 +17,7 @@ struct SocketFileTests {
         #expect(await SocketFile.probe(missing).isStale)
         let left = Self.path()
         // Bound, listened on, closed without unlinking: the file a crashed daemon leaves.
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         let bound = try SocketAddress(unixDomainSocketPath: left).withSockAddr { bind(descriptor, $0, socklen_t($1)) }
         #expect(bound == 0 && listen(descriptor, 1) == 0)
         close(descriptor)
@@ -48,7 +48,7 @@ struct SocketFileTests {
     @Test("TENANT11: the socket's mode is set on the socket itself, never through a link in its place")
     func TENANT11_modeNotThroughLinks() throws {
         let path = Self.path()
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         defer { close(descriptor) }
         #expect(try SocketAddress(unixDomainSocketPath: path).withSockAddr { bind(descriptor, $0, socklen_t($1)) } == 0)
         #expect(SocketFile.setMode(path, 0o660))
@@ -67,7 +67,7 @@ struct SocketFileTests {
     }
 
     static func connectNonBlocking(_ path: String) throws -> Int32 {
-        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue | SOCK_CLOEXEC.rawValue), 0)
         _ = try SocketAddress(unixDomainSocketPath: path).withSockAddr { connect(descriptor, $0, socklen_t($1)) }
         return descriptor
     }

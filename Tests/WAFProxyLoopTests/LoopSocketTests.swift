@@ -1,3 +1,4 @@
+import CEpoll
 import Foundation
 import NIOCore
 import Synchronization
@@ -127,7 +128,7 @@ struct LoopSocketTests {
             }
 
             // A port bound but not listening refuses, and stays ours while the test runs.
-            let bound = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let bound = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
             defer { close(bound) }
             let any = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
             #expect(any.withSockAddr { bind(bound, $0, socklen_t($1)) } == 0)
@@ -175,16 +176,16 @@ struct LoopSocketTests {
     @Test("A socket that does not read, whose peer sent its last words and reset: the words are kept for when it reads, then the reset")
     func peerResetWhileNotReading() throws {
         // A TCP pair over loopback: a reset needs TCP (SO_LINGER 0 on close).
-        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let listening = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         defer { close(listening) }
         let any = try SocketAddress(ipAddress: "127.0.0.1", port: 0)
         #expect(any.withSockAddr { bind(listening, $0, socklen_t($1)) } == 0 && listen(listening, 1) == 0)
         var address = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listening, $0, &length) } }
-        let ours = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let ours = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
         #expect(withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(ours, $0, length) } } == 0)
-        let theirs = accept(listening, nil, nil)
+        let theirs = accept4(listening, nil, nil, Int32(SOCK_CLOEXEC.rawValue))
         try withRunningLoop { loop in
             let recorder = Recorder()
             try Self.notReading(ours, on: loop, recorder)

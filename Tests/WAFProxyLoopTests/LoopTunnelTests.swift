@@ -97,7 +97,7 @@ struct LoopTunnelTests {
             let server = Self.proxy(answering: "HTTP/1.1 200 Connection established\r\n\r\n", heard: heard)
             // A port bound and not listening refuses the connect (on every host, IPv6 or not),
             // asynchronously: the stream's next-address path, not its constructor's, takes over.
-            let refusing = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            let refusing = socket(AF_INET, Int32(SOCK_STREAM.rawValue | SOCK_CLOEXEC.rawValue), 0)
             defer { close(refusing) }
             var any = sockaddr_in()
             any.sin_family = sa_family_t(AF_INET)

@@ -38,7 +38,7 @@ struct ProxyResetTests {
         harness.answer("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\npart of it")
         // The upstream goes with unread bytes in its receive queue: the proxy reads ECONNRESET.
         harness.upstreams.reset(0)
-        harness.run()
+        harness.run(until: { !harness.connection.isOpen }, "the proxy read the upstream's reset")
         let seen = Self.readToTheEnd(harness.client)
         #expect(seen.text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(seen.text)")
         #expect(seen.reset, "a reset, not a clean end: \(seen.text)")

@@ -169,7 +169,7 @@ public enum PidfdSignal {
 
     /// The real uid of `pid`, from `/proc/PID/status`.
     static func owner(of pid: pid_t) -> UInt32? {
-        guard let file = fopen("/proc/\(pid)/status", "r") else { return nil }
+        guard let file = fopen("/proc/\(pid)/status", "re") else { return nil }
         defer { fclose(file) }
         var line = [CChar](repeating: 0, count: 512)
         while fgets(&line, Int32(line.count), file) != nil {

@@ -111,7 +111,7 @@ package enum AtomicFile {
         throw Errno.fileExists
     }
 
-    /// A directory, to fsync; closed on exec, as every descriptor the daemon opens is.
+    /// A directory, to fsync; closed on exec, as the temporary is.
     package static func openDirectory(_ directory: FilePath) throws -> FileDescriptor {
         try FileDescriptor.open(directory.string.isEmpty ? "." : directory, .readOnly, options: [.directory, .closeOnExec])
     }

@@ -40,7 +40,7 @@ package struct IdentityMap: Sendable, Equatable {
     }
 
     private static func read(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
+        guard let file = fopen(path, "re") else { return nil }
         defer { fclose(file) }
         var text = ""
         var buffer = [UInt8](repeating: 0, count: 4096)

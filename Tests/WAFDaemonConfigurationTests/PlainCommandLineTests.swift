@@ -22,6 +22,21 @@ struct PlainCommandLineTests {
         #expect(Keys.tokenServiceCAFile.spec.propertyName == "tokenServiceCaFile")
     }
 
+    @Test("A key's option is matched without deriving its name: every key's own option, no other key's, nothing longer or shorter")
+    func optionMatching() {
+        let names = Keys.all.map(\.optionName)
+        for spec in Keys.all {
+            let own = spec.optionName
+            #expect(spec.isOption(own), "\(spec.name)")
+            #expect(!spec.isOption(String(own.dropLast())) && !spec.isOption(own + "x") && !spec.isOption(own + "-"), "\(spec.name)")
+            #expect(!spec.isOption(String(own.dropFirst())) && !spec.isOption("-" + own.dropFirst(2)), "\(spec.name)")
+            #expect(!spec.isOption("--" + spec.name) || own == "--" + spec.name, "\(spec.name)")
+            for other in names where other != own { #expect(!spec.isOption(other), "\(spec.name) matched \(other)") }
+        }
+        #expect(!Keys.tokenServiceCAFile.spec.isOption("--token-service-c-a-file"))
+        #expect(!Keys.tokenServiceCAFile.spec.isOption("--tokenservice-ca-file"))
+    }
+
     @Test("Key options and --config, as `--name value` or `--name=value`, read as ArgumentParser reads them")
     func sameAsArgumentParser() throws {
         let cases: [[String]] = [

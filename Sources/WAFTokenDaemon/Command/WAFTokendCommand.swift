@@ -95,8 +95,6 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     /// same way, and explains a mistake.
     static func plainKeyOptions(_ arguments: [String]) -> (config: String?, keys: [String: String])? {
         guard !arguments.isEmpty else { return (nil, [:]) }
-        var names: [String: String] = ["--config": ""]
-        for spec in Keys.all where spec.topLevel { names[spec.optionName] = spec.name }
         var config: String?
         var keys: [String: String] = [:]
         var seen = Set<String>()
@@ -115,8 +113,14 @@ public struct WAFTokendCommand: AsyncParsableCommand {
                 value = arguments[index + 1]
                 index += 2
             }
-            guard let name = names[option], seen.insert(option).inserted, !value.isEmpty, !value.hasPrefix("-") else { return nil }
-            if name.isEmpty { config = value } else { keys[name] = value }
+            guard option.hasPrefix("--"), seen.insert(option).inserted, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+            if option == "--config" {
+                config = value
+            } else if let spec = Keys.all.first(where: { $0.topLevel && $0.isOption(option) }) {
+                keys[spec.name] = value
+            } else {
+                return nil
+            }
         }
         return (config, keys)
     }

@@ -88,30 +88,13 @@ public struct KeySpec: Sendable, Hashable {
     /// `--` + the name in kebab case: `--socket-path`.
     public var optionName: String { "--" + words.joined(separator: "-") }
 
-    /// Whether `option` is `optionName`, compared as `words` derives it, byte by byte: the
-    /// command line is read at every start, and deriving each of sixty keys' names to look up a
-    /// few options was 0.24 ms of a start's CPU in a profile (docs/performance.md).
+    /// Whether `option` is `optionName`, compared byte by byte as `kebab` makes it: the command
+    /// line is read at every start, and deriving each of sixty keys' names to look up a few
+    /// options was 0.24 ms of a start's CPU in a profile (docs/performance.md).
     public func isOption(_ option: String) -> Bool {
         var given = option.utf8.makeIterator()
         guard given.next() == UInt8(ascii: "-"), given.next() == UInt8(ascii: "-") else { return false }
-        // The last byte of the word so far (`words`' `word.last`), 0 at a word's start.
-        var last: UInt8 = 0
-        for byte in name.utf8 {
-            if byte == UInt8(ascii: ".") {
-                guard given.next() == UInt8(ascii: "-") else { return false }
-                last = 0
-            } else if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") {
-                if last >= UInt8(ascii: "a"), last <= UInt8(ascii: "z") {
-                    guard given.next() == UInt8(ascii: "-") else { return false }
-                }
-                last = byte + 32
-                guard given.next() == last else { return false }
-            } else {
-                last = byte
-                guard given.next() == byte else { return false }
-            }
-        }
-        return given.next() == nil
+        return kebab { given.next() == $0 } && given.next() == nil
     }
 
     /// The name as one camel-case word: `socketPath` (the option's property name).
@@ -146,28 +129,38 @@ public struct KeySpec: Sendable, Hashable {
     }
 
     /// The words of the dotted camel-case name: `tokenService.caFile` → token, service, ca, file.
+    private var words: [String] {
+        var bytes: [UInt8] = []
+        _ = kebab {
+            bytes.append($0)
+            return true
+        }
+        return bytes.split(separator: UInt8(ascii: "-"), omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The name in kebab case (`token-service-ca-file`), a byte at a time to `byte`, until it
+    /// returns false (then false). A dot, and a capital after a lowercase letter, start a word.
     /// Names are ASCII (the table's test says so), so this works on bytes: with `Character`'s
     /// Unicode properties it was a measurable part of start-up, where every name is derived.
-    private var words: [String] {
-        var words: [String] = []
-        var word: [UInt8] = []
-        func isLower(_ byte: UInt8) -> Bool { byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z") }
-        for byte in name.utf8 {
-            if byte == UInt8(ascii: ".") {
-                words.append(String(decoding: word, as: UTF8.self))
-                word.removeAll(keepingCapacity: true)
-            } else if byte >= UInt8(ascii: "A"), byte <= UInt8(ascii: "Z") {
-                if let last = word.last, isLower(last) {
-                    words.append(String(decoding: word, as: UTF8.self))
-                    word.removeAll(keepingCapacity: true)
+    private func kebab(_ byte: (UInt8) -> Bool) -> Bool {
+        // The last byte of the word so far, 0 at a word's start.
+        var last: UInt8 = 0
+        for next in name.utf8 {
+            if next == UInt8(ascii: ".") {
+                guard byte(UInt8(ascii: "-")) else { return false }
+                last = 0
+            } else if next >= UInt8(ascii: "A"), next <= UInt8(ascii: "Z") {
+                if last >= UInt8(ascii: "a"), last <= UInt8(ascii: "z") {
+                    guard byte(UInt8(ascii: "-")) else { return false }
                 }
-                word.append(byte + 32)
+                last = next + 32
+                guard byte(last) else { return false }
             } else {
-                word.append(byte)
+                last = next
+                guard byte(next) else { return false }
             }
         }
-        words.append(String(decoding: word, as: UTF8.self))
-        return words
+        return true
     }
 }
 

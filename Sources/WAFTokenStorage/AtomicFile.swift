@@ -98,9 +98,8 @@ package enum AtomicFile {
     package static func openTemporary(beside target: FilePath) throws -> (FileDescriptor, String) {
         // mkstemp's names and mode, with O_CLOEXEC (mkostemp is a GNU extension Glibc's module leaves out).
         let prefix = temporaryPrefix(for: target)
-        let characters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
         for _ in 0..<100 {
-            let path = prefix + String((0..<6).map { _ in characters.randomElement()! })
+            let path = prefix + String((0..<6).map { _ in temporaryCharacters.randomElement()! })
             do {
                 let options: FileDescriptor.OpenOptions = [.create, .exclusiveCreate, .closeOnExec]
                 return (try FileDescriptor.open(path, .readWrite, options: options, permissions: [.ownerReadWrite]), path)
@@ -110,6 +109,8 @@ package enum AtomicFile {
         }
         throw Errno.fileExists
     }
+
+    private static let temporaryCharacters = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
     /// A directory, to fsync; closed on exec, as the temporary is.
     package static func openDirectory(_ directory: FilePath) throws -> FileDescriptor {

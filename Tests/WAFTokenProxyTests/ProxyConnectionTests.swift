@@ -1,6 +1,3 @@
-import CEpoll
-import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import WAFTestTraits
@@ -8,7 +5,6 @@ import WAFTokenCore
 import WAFTokenCoreTestKit
 
 @testable import WAFDaemonTransport
-@testable import WAFProviderRegistry
 @testable import WAFProxyLoop
 @testable import WAFTokenProxy
 

@@ -113,7 +113,7 @@ public struct WAFTokendCommand: AsyncParsableCommand {
                 value = arguments[index + 1]
                 index += 2
             }
-            guard option.hasPrefix("--"), seen.insert(option).inserted, !value.isEmpty, !value.hasPrefix("-") else { return nil }
+            guard seen.insert(option).inserted, !value.isEmpty, !value.hasPrefix("-") else { return nil }
             if option == "--config" {
                 config = value
             } else if let spec = Keys.all.first(where: { $0.topLevel && $0.isOption(option) }) {

@@ -95,6 +95,9 @@ struct WorldFaultTests {
             let before = try await service.counters().inputs
             #expect(await eventually { ((try? await service.counters().inputs) ?? 0) > before })
             let counted = try await service.counters().inputs
+            // The attempt the service saw has failed at the daemon too: stopped before that, the
+            // daemon schedules the retry only once it continues, two seconds on (once in nine full runs).
+            #expect(await eventually { (try? await status(daemon))?["refresh"]?["inFlight"] == .bool(false) }, "the attempt's failure was handled")
             daemon.signal(SIGSTOP)
             try await Task.sleep(for: .seconds(Scale.pick(4, full: 30)))
             let clock = ContinuousClock()

@@ -100,6 +100,13 @@ let package = Package(
         // The version the executables print and the package carries.
         .target(name: "WAFVersion", swiftSettings: strict),
         .target(name: "WAFEventLoopExecutor", dependencies: nio, swiftSettings: strict),
+        // The runtime's conformance checks of a start, asked ahead on the idle core.
+        .target(
+            name: "WAFStartupWarmup",
+            dependencies: nio + [
+                "WAFTokenCore", "WAFDaemonTransport", logging, .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ], swiftSettings: strict),
         // A JSON document of any shape, read through FoundationEssentials' JSONDecoder.
         .target(name: "WAFJSON", swiftSettings: strict),
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).
@@ -252,7 +259,8 @@ let package = Package(
         .executableTarget(
             name: "waf-tokend",
             dependencies: [
-                "WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", "WAFVersion", logging,
+                "WAFTokenDaemon", "WAFSystemd", "WAFServiceManager", "WAFLocalTokenService", "WAFEventLoopExecutor", "WAFVersion",
+                "WAFStartupWarmup", logging,
             ],
             swiftSettings: strict),
         .executableTarget(name: "waf-tokenctl", dependencies: ["WAFTokenCtl", "WAFVersion"], swiftSettings: strict),
@@ -424,6 +432,8 @@ let package = Package(
             ],
             swiftSettings: strict),
         .testTarget(name: "WAFServiceManagerTests", dependencies: ["WAFTestTraits", "WAFServiceManager"], swiftSettings: strict),
+        .testTarget(
+            name: "WAFStartupWarmupTests", dependencies: ["WAFTestTraits", "WAFStartupWarmup", "WAFTokenDaemon"], swiftSettings: strict),
         .testTarget(name: "WAFEventLoopExecutorTests", dependencies: ["WAFTestTraits", "WAFEventLoopExecutor"] + nio, swiftSettings: strict),
         .testTarget(
             name: "WAFVersionTests",

@@ -59,9 +59,9 @@ LAYERS = [
      "WAFProxyLoopTestKit"},
     # The features, none of which knows another.
     {"WAFSocketAPI", "WAFTokenProxy", "WAFTokenCanary", "WAFTokenServiceHTTP", "WAFLocalTokenService", "WAFTokenCtl"},
-    # The composition root, and the plug-ins that implement layer 1's contracts (WAFSystemd); the
-    # executables join them.
-    {"WAFTokenDaemon", "WAFSystemd"},
+    # The composition root, the plug-ins that implement layer 1's contracts (WAFSystemd), and the
+    # start's conformance warm-up (which names types of the layers below); the executables join them.
+    {"WAFTokenDaemon", "WAFSystemd", "WAFStartupWarmup"},
 ]
 
 package = json.loads(subprocess.run(["swift", "package", "dump-package"], capture_output=True, text=True, check=True).stdout)

@@ -56,13 +56,16 @@ final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor {
 public enum EventLoopExecutors {
     /// Makes these the process's executors, runs `body` as the main task and exits with 0 when it
     /// returns. Call it from a synchronous `main`: the executors are fixed by the first job
-    /// enqueued, and an `async` main has enqueued one before its body runs.
-    public static func main(_ body: @escaping @Sendable () async -> Void) -> Never {
+    /// enqueued, and an `async` main has enqueued one before its body runs. `alongside` runs on
+    /// the main thread once the main task is enqueued (NIO's singleton loops made), before that
+    /// thread parks: what it starts does not compete with the making of the loops.
+    public static func main(alongside: () -> Void = {}, _ body: @escaping @Sendable () async -> Void) -> Never {
         _createExecutors(factory: Factory.self)
         Task {
             await body()
             exit(0)
         }
+        alongside()
         try? MainActor.executor.run()
         fatalError("the main executor returned")
     }

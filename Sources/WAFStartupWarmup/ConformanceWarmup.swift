@@ -1,0 +1,114 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Asks the Swift runtime, on a thread of its own, the protocol conformance questions a start
+/// will ask it on its way to `READY=1`, so that they are answered from its cache when they come.
+///
+/// Why: a question the runtime has not cached scans every conformance record of the binary (7,732
+/// of them in the daemon, about 80 µs), and a start asks about 40 such questions, one after another,
+/// on one thread: over a third of its CPU to `READY=1`, while the second core idles
+/// (docs/performance.md, "Start-up: what stands in the way"). The answers are pure and the
+/// runtime's cache is safe to fill from any thread, so a warm-up can only lose its own time: a
+/// name that no longer resolves after a dependency's update is skipped (and fails
+/// `ConformanceWarmupTests`), a question it has not reached yet is asked on the start's path as
+/// before.
+public enum ConformanceWarmup {
+    /// A type, or a protocol's existential metatype (`any P.Type`): by itself where it is public,
+    /// by its mangled name where it is internal to the package that asks (NIO's pipeline
+    /// handlers, pools and sockets, swift-crypto's hash functions). A name costs the runtime a
+    /// scan of the binary's type or protocol records, once.
+    public enum Name: Sendable, CustomStringConvertible {
+        case type(any Any.Type)
+        case mangled(String)
+
+        var resolved: (any Any.Type)? {
+            switch self {
+            case .type(let type): type
+            case .mangled(let name): _typeByName(name)
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .type(let type): _typeName(type)
+            case .mangled(let name): name
+            }
+        }
+    }
+
+    public struct Check: Sendable, CustomStringConvertible {
+        public let type: Name
+        public let conformsTo: Name
+
+        public init(_ type: Name, _ conformsTo: Name) {
+            self.type = type
+            self.conformsTo = conformsTo
+        }
+
+        public var description: String { "\(type) : \(conformsTo)" }
+    }
+
+    /// Starts the warm-up and returns at once, whether it started; does nothing on a machine with
+    /// one CPU online, where the warm-up would take the start's own time. `checks` is called on
+    /// the warm-up's thread: the metadata of the types it names is made there, not on the start's
+    /// path.
+    @discardableResult
+    public static func start(_ checks: @escaping @Sendable () -> [Check]) -> Bool {
+        guard sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 else { return false }
+        let box = Unmanaged.passRetained(Box(checks)).toOpaque()
+        var thread = pthread_t()
+        let started = pthread_create(
+            &thread, nil,
+            { argument in
+                let box = Unmanaged<Box>.fromOpaque(argument!).takeRetainedValue()
+                // SCHED_IDLE (5; sched.h has the name under _GNU_SOURCE only, and glibc's
+                // pthread_attr_setschedpolicy refuses it): the scheduler runs the warm-up only
+                // where no other thread wants a CPU, and places the start's threads as if it were
+                // not there. At the default policy, the start's first event loop woke up behind it
+                // on its CPU and waited out its slice, 4 ms, while the other CPU idled.
+                var parameters = sched_param()
+                _ = sched_setscheduler(0, 5, &parameters)
+                ConformanceWarmup.run(box.checks())
+                return nil
+            }, box)
+        guard started == 0 else {
+            Unmanaged<Box>.fromOpaque(box).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
+    }
+
+    /// Asks every question here and now (a "no" is cached as a "yes" is); returns the checks
+    /// whose names did not resolve, which only a stale list has.
+    @discardableResult
+    public static func run(_ checks: [Check]) -> [Check] {
+        checks.filter { check in
+            guard let type = check.type.resolved, let target = check.conformsTo.resolved else { return true }
+            _ = conforms(type, target)
+            return false
+        }
+    }
+
+    private final class Box {
+        let checks: @Sendable () -> [Check]
+        init(_ checks: @escaping @Sendable () -> [Check]) { self.checks = checks }
+    }
+}
+
+private func conforms(_ type: any Any.Type, _ target: any Any.Type) -> Bool {
+    let checker: any Checker.Type = _openExistential(target, do: checkerFor)
+    return checker.check(type)
+}
+
+private func checkerFor<T>(_: T.Type) -> any Checker.Type { CheckerFor<T>.self }
+
+private protocol Checker {
+    static func check(_ type: any Any.Type) -> Bool
+}
+
+/// `T` is the existential metatype: the cast is the runtime's conformance check, cached.
+private enum CheckerFor<T>: Checker {
+    static func check(_ type: any Any.Type) -> Bool { (type as Any) is T }
+}

@@ -1,3 +1,5 @@
+import NIOCore
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,13 +51,14 @@ public enum ConformanceWarmup {
         public var description: String { "\(type) : \(conformsTo)" }
     }
 
-    /// Starts the warm-up and returns at once, whether it started; does nothing on a machine with
-    /// one CPU online, where the warm-up would take the start's own time. `checks` is called on
-    /// the warm-up's thread: the metadata of the types it names is made there, not on the start's
-    /// path.
+    /// Starts the warm-up and returns at once, whether it started; does nothing where the process
+    /// has one CPU to run on (its affinity, its cgroup's quota: NIO's count), where the warm-up
+    /// would take the start's own time. `checks` is called on the warm-up's thread, and only
+    /// once it runs at `SCHED_IDLE`: the metadata of the types it names is made there, not on the
+    /// start's path.
     @discardableResult
     public static func start(_ checks: @escaping @Sendable () -> [Check]) -> Bool {
-        guard sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 else { return false }
+        guard System.coreCount > 1 else { return false }
         let box = Unmanaged.passRetained(Box(checks)).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(
@@ -65,10 +68,12 @@ public enum ConformanceWarmup {
                 // SCHED_IDLE (5; sched.h has the name under _GNU_SOURCE only, and glibc's
                 // pthread_attr_setschedpolicy refuses it): the scheduler runs the warm-up only
                 // where no other thread wants a CPU, and places the start's threads as if it were
-                // not there. At the default policy, the start's first event loop woke up behind it
-                // on its CPU and waited out its slice, 4 ms, while the other CPU idled.
+                // not there. At the default policy the start's first event loop woke up behind it
+                // on its CPU and waited out its slice, 4 ms, while the other CPU idled: so where
+                // the policy is refused, no warm-up. The shipped unit refuses it (its system call
+                // filter denies @resources; docs/systemd.md, "The sandbox").
                 var parameters = sched_param()
-                _ = sched_setscheduler(0, 5, &parameters)
+                guard sched_setscheduler(0, 5, &parameters) == 0 else { return nil }
                 ConformanceWarmup.run(box.checks())
                 return nil
             }, box)
@@ -84,14 +89,16 @@ public enum ConformanceWarmup {
     /// whose names did not resolve, which only a stale list has.
     @discardableResult
     public static func run(_ checks: [Check]) -> [Check] {
-        checks.filter { check in
-            guard let type = check.type.resolved, let target = check.conformsTo.resolved else { return true }
-            _ = conforms(type, target)
-            return false
-        }
+        checks.filter { answer($0) == nil }
     }
 
-    private final class Box {
+    /// The runtime's answer, nil where a name does not resolve.
+    public static func answer(_ check: Check) -> Bool? {
+        guard let type = check.type.resolved, let target = check.conformsTo.resolved else { return nil }
+        return conforms(type, target)
+    }
+
+    private final class Box: Sendable {
         let checks: @Sendable () -> [Check]
         init(_ checks: @escaping @Sendable () -> [Check]) { self.checks = checks }
     }

@@ -8,8 +8,9 @@ import WAFTokenCore
 
 extension ConformanceWarmup {
     /// What `waf-tokend` asks before `READY=1` with a token in its state directory, in the order
-    /// it asks (found by a `gdb` breakpoint on `swift_conformsToProtocolCommon`, docs/performance.md,
-    /// "Start-up in detail"): asked in that order, the warm-up stays ahead of the start. Not the
+    /// it asks (`Benchmarks/conformance-checks.sh` lists them, by a `gdb` breakpoint on each of
+    /// the runtime's conformance entry points): asked in that order, the warm-up keeps as far
+    /// ahead of the start as its head start allows. Not the
     /// questions that the making of NIO's singleton loops asks (swift-atomics' `ManagedAtomic`,
     /// NIO's registrations and pools): the warm-up starts once they are made.
     @Sendable public static func daemon() -> [Check] {

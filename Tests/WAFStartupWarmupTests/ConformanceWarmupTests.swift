@@ -1,3 +1,4 @@
+import NIOCore
 import Synchronization
 import Testing
 import WAFStartupWarmup
@@ -30,16 +31,31 @@ struct ConformanceWarmupTests {
         #expect(ConformanceWarmup.run(checks).map(\.description) == [checks[0].description, checks[2].description])
     }
 
+    @Test("The check is the runtime's answer for the type itself, conditional conformances included")
+    func answers() {
+        struct NotHashable {}
+        let hashable = ConformanceWarmup.Name.type((any Hashable.Type).self)
+        let answers = [
+            ConformanceWarmup.Check(.type(Int.self), hashable), ConformanceWarmup.Check(.type(NotHashable.self), hashable),
+            ConformanceWarmup.Check(.type(Int?.self), hashable), ConformanceWarmup.Check(.type(NotHashable?.self), hashable),
+            ConformanceWarmup.Check(.mangled("SS"), .mangled("SH_pXp")), ConformanceWarmup.Check(.type(Int.Type.self), hashable),
+        ].map(ConformanceWarmup.answer)
+        #expect(answers == [true, false, true, false, true, false])
+    }
+
     /// SCHED_IDLE: at the default policy the warm-up held the CPU that the start's first event
     /// loop woke up on, for its whole slice (docs/performance.md, "Start-up in detail").
     @Test("The warm-up runs on a thread of its own at SCHED_IDLE")
     func runsAtIdlePolicy() async throws {
-        let seen = Mutex<(thread: pthread_t, policy: Int32)?>(nil)
+        // Compared on the warm-up's thread while the caller's is alive: a thread that starts
+        // later may be given a finished one's pthread_t.
+        let caller = pthread_self()
+        let seen = Mutex<(ownThread: Bool, policy: Int32)?>(nil)
         let started = ConformanceWarmup.start {
-            seen.withLock { $0 = (pthread_self(), sched_getscheduler(0)) }
+            seen.withLock { $0 = (pthread_equal(pthread_self(), caller) == 0, sched_getscheduler(0)) }
             return []
         }
-        guard sysconf(Int32(_SC_NPROCESSORS_ONLN)) > 1 else {
+        guard System.coreCount > 1 else {
             #expect(!started, "one CPU: no warm-up")
             return
         }
@@ -52,8 +68,8 @@ struct ConformanceWarmupTests {
             }
             try await Task.sleep(for: .milliseconds(5))
         }
-        let (thread, policy) = try #require(seen.withLock { $0 })
-        #expect(pthread_equal(thread, pthread_self()) == 0)
+        let (ownThread, policy) = try #require(seen.withLock { $0 })
+        #expect(ownThread)
         #expect(policy == 5, "SCHED_IDLE is 5")
     }
 }

@@ -433,7 +433,9 @@ let package = Package(
             swiftSettings: strict),
         .testTarget(name: "WAFServiceManagerTests", dependencies: ["WAFTestTraits", "WAFServiceManager"], swiftSettings: strict),
         .testTarget(
-            name: "WAFStartupWarmupTests", dependencies: ["WAFTestTraits", "WAFStartupWarmup", "WAFTokenDaemon"], swiftSettings: strict),
+            name: "WAFStartupWarmupTests",
+            dependencies: ["WAFTestTraits", "WAFStartupWarmup", "WAFTokenDaemon", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: strict),
         .testTarget(name: "WAFEventLoopExecutorTests", dependencies: ["WAFTestTraits", "WAFEventLoopExecutor"] + nio, swiftSettings: strict),
         .testTarget(
             name: "WAFVersionTests",

@@ -43,6 +43,24 @@ struct ConformanceWarmupTests {
         #expect(answers == [true, false, true, false, true, false])
     }
 
+    @Test("It starts only while the host has a CPU nothing else wants: /proc/loadavg's runnable threads")
+    func onlyOnAnIdleCPU() {
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "0.52 0.58 0.59 3/456 12345\n") == 3)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "12.00 9.10 8.00 17/2048 99") == 17)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "0.52 0.58 0.59 3-456 12345") == nil)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "") == nil)
+        // The start's own runnable threads do not count; another program's on every CPU does.
+        #expect(ConformanceWarmup.idle(runnableOnHost: 3, runnableHere: 2, online: 2))
+        #expect(ConformanceWarmup.idle(runnableOnHost: 2, runnableHere: 1, online: 2))
+        #expect(!ConformanceWarmup.idle(runnableOnHost: 4, runnableHere: 2, online: 2))
+        #expect(!ConformanceWarmup.idle(runnableOnHost: 9, runnableHere: 1, online: 8))
+        #expect(ConformanceWarmup.isRunnable(stat: "1234 (waf-tokend) R 1 1234 1234 0 -1"))
+        #expect(!ConformanceWarmup.isRunnable(stat: "1234 (waf-tokend) S 1 1234 1234 0 -1"))
+        // A name may hold a parenthesis and a space: the state follows the last ')'.
+        #expect(!ConformanceWarmup.isRunnable(stat: "1234 (a) R (b) S 1 1234"))
+        #expect(!ConformanceWarmup.isRunnable(stat: ""))
+    }
+
     /// SCHED_IDLE: at the default policy the warm-up held the CPU that the start's first event
     /// loop woke up on, for its whole slice (docs/performance.md, "Start-up in detail").
     @Test("The warm-up runs on a thread of its own at SCHED_IDLE")
@@ -51,7 +69,8 @@ struct ConformanceWarmupTests {
         // later may be given a finished one's pthread_t.
         let caller = pthread_self()
         let seen = Mutex<(ownThread: Bool, policy: Int32)?>(nil)
-        let started = ConformanceWarmup.start {
+        // Not only if idle: the suites run beside this test keep the CPUs busy.
+        let started = ConformanceWarmup.start(onlyIfIdle: false) {
             seen.withLock { $0 = (pthread_equal(pthread_self(), caller) == 0, sched_getscheduler(0)) }
             return []
         }

@@ -11,10 +11,11 @@ import Glibc
 /// of them in the daemon, about 80 µs), and a start asks about 40 such questions, one after another,
 /// on one thread: over a third of its CPU to `READY=1`, while the second core idles
 /// (docs/performance.md, "Start-up: what stands in the way"). The answers are pure and the
-/// runtime's cache is safe to fill from any thread, so a warm-up can only lose its own time: a
-/// name that no longer resolves after a dependency's update is skipped (and fails
-/// `ConformanceWarmupTests`), a question it has not reached yet is asked on the start's path as
-/// before.
+/// runtime's cache is safe to fill from any thread: a name that no longer resolves after a
+/// dependency's update is skipped (and fails `ConformanceWarmupTests`), a question it has not
+/// reached yet is asked on the start's path as before. What it can cost the start beyond its own
+/// time is a wait for a cache entry it is making, which is why it runs only at `SCHED_IDLE` and
+/// only while a CPU is free (`hostHasIdleCPU`).
 public enum ConformanceWarmup {
     /// A type, or a protocol's existential metatype (`any P.Type`): by itself where it is public,
     /// by its mangled name where it is internal to the package that asks (NIO's pipeline
@@ -52,13 +53,14 @@ public enum ConformanceWarmup {
     }
 
     /// Starts the warm-up and returns at once, whether it started; does nothing where the process
-    /// has one CPU to run on (its affinity, its cgroup's quota: NIO's count), where the warm-up
+    /// has one CPU to run on (its cgroup's quota and cpuset by NIO's count, its affinity by
+    /// `allowedCPUs`), where the warm-up
     /// would take the start's own time, nor, `onlyIfIdle`, while no CPU of the host is idle
     /// (`hostHasIdleCPU`). `checks` is called on the warm-up's thread, and only once it runs at
     /// `SCHED_IDLE`: the metadata of the types it names is made there, not on the start's path.
     @discardableResult
     public static func start(onlyIfIdle: Bool = true, _ checks: @escaping @Sendable () -> [Check]) -> Bool {
-        guard System.coreCount > 1, !onlyIfIdle || hostHasIdleCPU() else { return false }
+        guard System.coreCount > 1, allowedCPUs() ?? 2 > 1, !onlyIfIdle || hostHasIdleCPU() else { return false }
         let box = Unmanaged.passRetained(Box(checks)).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(

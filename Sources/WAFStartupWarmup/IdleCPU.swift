@@ -10,8 +10,41 @@ extension ConformanceWarmup {
     /// (docs/decisions.md, "The start's conformance warm-up"). Load that comes during the
     /// warm-up's few milliseconds can still do that; load already there cannot.
     static func hostHasIdleCPU() -> Bool {
-        guard let loadavg = contents(of: "/proc/loadavg"), let onHost = runnable(fromLoadavg: loadavg) else { return false }
-        return idle(runnableOnHost: onHost, runnableHere: runnableThreadsHere(), online: sysconf(Int32(_SC_NPROCESSORS_ONLN)))
+        // Ours counted before and after the host's, the fewer kept: a thread of ours that became
+        // runnable in between is not taken off a count that did not hold it.
+        let before = runnableThreadsHere()
+        guard let loadavg = contents(of: "/proc/loadavg"), let onHost = runnable(fromLoadavg: loadavg),
+            let allowed = allowedCPUs()
+        else { return false }
+        return idle(runnableOnHost: onHost, runnableHere: min(before, runnableThreadsHere()), online: allowed)
+    }
+
+    /// The CPUs this process may run on (its affinity, `taskset`, `CPUAffinity=`, a cpuset), from
+    /// `/proc/self/status`: NIO's count reads the cgroup's quota and cpuset, not the affinity, and
+    /// sched.h has `sched_getaffinity` under _GNU_SOURCE only.
+    package static func allowedCPUs() -> Int? {
+        guard let status = contents(of: "/proc/self/status", limit: 4096) else { return nil }
+        let prefix = "Cpus_allowed_list:"
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
+        return cpuCount(ofList: line.dropFirst(prefix.count))
+    }
+
+    /// A CPU list such as "0-3,8,10-11" (cpuset(7)'s list format): 7.
+    package static func cpuCount(ofList list: some StringProtocol) -> Int? {
+        var count = 0
+        for range in list.split(separator: ",") {
+            let bounds = range.split(separator: "-").map { Int(String($0.filter { !$0.isWhitespace })) }
+            switch bounds.count {
+            case 1:
+                guard bounds[0] != nil else { return nil }
+                count += 1
+            case 2:
+                guard let low = bounds[0], let high = bounds[1], low <= high else { return nil }
+                count += high - low + 1
+            default: return nil
+            }
+        }
+        return count > 0 ? count : nil
     }
 
     /// `/proc/loadavg`'s fourth field, "runnable/total": the host's threads runnable at this
@@ -22,9 +55,10 @@ extension ConformanceWarmup {
         return Int(fields[3][..<slash])
     }
 
-    /// Other programs' runnable threads on fewer CPUs than there are: one is left for the
-    /// warm-up whenever the start's threads wait. The start's own runnable threads do not count:
-    /// one that waits for the warm-up gives up its CPU to it.
+    /// Other programs' runnable threads on fewer CPUs than this process may use: one is left for
+    /// the warm-up whenever the start's threads wait. The start's own runnable threads do not
+    /// count: one that waits for the warm-up gives up its CPU to it. The host's count against
+    /// this process's CPUs errs towards no warm-up where the process may use only some of them.
     package static func idle(runnableOnHost: Int, runnableHere: Int, online: Int) -> Bool {
         runnableOnHost - runnableHere < online
     }
@@ -35,7 +69,7 @@ extension ConformanceWarmup {
         return stat[stat.index(after: close)...].drop { $0 == " " }.first == "R"
     }
 
-    private static func runnableThreadsHere() -> Int {
+    package static func runnableThreadsHere() -> Int {
         guard let directory = opendir("/proc/self/task") else { return 0 }
         defer { closedir(directory) }
         var count = 0
@@ -47,11 +81,11 @@ extension ConformanceWarmup {
         return count
     }
 
-    private static func contents(of path: String) -> String? {
+    package static func contents(of path: String, limit: Int = 512) -> String? {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
-        var bytes = [UInt8](repeating: 0, count: 512)
+        var bytes = [UInt8](repeating: 0, count: limit)
         let count = bytes.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
         guard count > 0 else { return nil }
         return String(decoding: bytes[..<count], as: UTF8.self)

@@ -29,9 +29,9 @@ enum WAFTokendMain {
             print(WAFTokendVersion.current)
             exit(0)
         }
-        // The runtime's conformance checks of the start, asked ahead on the idle CPU: started once
-        // NIO's loops are made, it took 14 % off exec → READY=1, started before them 8 %
-        // (docs/performance.md, "Start-up in detail").
+        // The runtime's conformance checks of the start, asked ahead on an idle CPU: started once
+        // NIO's loops are made, since the making of their threads and the warm-up competed
+        // (docs/decisions.md, "The start's conformance warm-up").
         EventLoopExecutors.main(alongside: { ConformanceWarmup.start(ConformanceWarmup.daemon) }) {
             // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.
             let journal = JournalLogHandler.isStandardErrorJournal

@@ -59,6 +59,24 @@ struct ConformanceWarmupTests {
         // A name may hold a parenthesis and a space: the state follows the last ')'.
         #expect(!ConformanceWarmup.isRunnable(stat: "1234 (a) R (b) S 1 1234"))
         #expect(!ConformanceWarmup.isRunnable(stat: ""))
+        #expect(ConformanceWarmup.cpuCount(ofList: "0-1") == 2)
+        #expect(ConformanceWarmup.cpuCount(ofList: " 0-3,8,10-11\t") == 7)
+        #expect(ConformanceWarmup.cpuCount(ofList: "0") == 1)
+        #expect(ConformanceWarmup.cpuCount(ofList: "3-1") == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "") == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "0-x") == nil)
+    }
+
+    /// What the rule reads, read here: a parse that broke on the real files would switch the
+    /// warm-up off (or on) in silence.
+    @Test("This process's /proc files read as the rule needs them")
+    func procFilesRead() throws {
+        let loadavg = try #require(ConformanceWarmup.contents(of: "/proc/loadavg"))
+        let runnable = try #require(ConformanceWarmup.runnable(fromLoadavg: loadavg))
+        #expect(runnable >= 1, "this thread is runnable")
+        #expect(ConformanceWarmup.runnableThreadsHere() >= 1, "this thread is runnable")
+        let allowed = try #require(ConformanceWarmup.allowedCPUs())
+        #expect((1...sysconf(Int32(_SC_NPROCESSORS_ONLN))).contains(allowed))
     }
 
     /// SCHED_IDLE: at the default policy the warm-up held the CPU that the start's first event

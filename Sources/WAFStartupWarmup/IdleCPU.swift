@@ -21,12 +21,16 @@ extension ConformanceWarmup {
 
     /// The CPUs this process may run on (its affinity, `taskset`, `CPUAffinity=`, a cpuset), from
     /// `/proc/self/status`: NIO's count reads the cgroup's quota and cpuset, not the affinity, and
-    /// sched.h has `sched_getaffinity` under _GNU_SOURCE only.
+    /// sched.h has `sched_getaffinity` under _GNU_SOURCE only. The mask there may hold CPUs that
+    /// are possible but not online (a VM's hot-plug slots): no more than those online count.
     package static func allowedCPUs() -> Int? {
-        guard let status = contents(of: "/proc/self/status", limit: 4096) else { return nil }
+        // Read whole: a long Groups: line comes before the mask.
+        guard let status = contents(of: "/proc/self/status", limit: 65536) else { return nil }
         let prefix = "Cpus_allowed_list:"
-        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }) else { return nil }
-        return cpuCount(ofList: line.dropFirst(prefix.count))
+        guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(prefix) }),
+            let allowed = cpuCount(ofList: line.dropFirst(prefix.count))
+        else { return nil }
+        return min(allowed, sysconf(Int32(_SC_NPROCESSORS_ONLN)))
     }
 
     /// A CPU list such as "0-3,8,10-11" (cpuset(7)'s list format): 7.

@@ -9,12 +9,12 @@ extension ConformanceWarmup {
     /// programs spinning on the two CPUs here, one start in 30 took 1.2 s instead of 40 ms
     /// (docs/decisions.md, "The start's conformance warm-up"). Load that comes during the
     /// warm-up's few milliseconds can still do that; load already there cannot.
-    static func hostHasIdleCPU() -> Bool {
+    /// `allowed`: `allowedCPUs()`, read once by the caller.
+    static func hostHasIdleCPU(allowed: Int?) -> Bool {
         // Ours counted before and after the host's, the fewer kept: a thread of ours that became
         // runnable in between is not taken off a count that did not hold it.
         let before = runnableThreadsHere()
-        guard let loadavg = contents(of: "/proc/loadavg"), let onHost = runnable(fromLoadavg: loadavg),
-            let allowed = allowedCPUs()
+        guard let loadavg = contents(of: "/proc/loadavg"), let onHost = runnable(fromLoadavg: loadavg), let allowed
         else { return false }
         return idle(runnableOnHost: onHost, runnableHere: min(before, runnableThreadsHere()), online: allowed)
     }

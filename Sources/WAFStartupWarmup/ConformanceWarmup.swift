@@ -55,12 +55,16 @@ public enum ConformanceWarmup {
     /// Starts the warm-up and returns at once, whether it started; does nothing where the process
     /// has one CPU to run on (its cgroup's quota and cpuset by NIO's count, its affinity by
     /// `allowedCPUs`), where the warm-up would take the start's own time, nor, `onlyIfIdle`, while
-    /// no CPU of the host is idle (`hostHasIdleCPU`). `checks` is called on the warm-up's thread, and only once it runs at
-    /// `SCHED_IDLE`: the metadata of the types it names is made there, not on the start's path.
+    /// no CPU of the host is idle (`hostHasIdleCPU`). `checks` is called on the warm-up's thread,
+    /// and only once it runs at `SCHED_IDLE`: the metadata of the types it names is made there, not
+    /// on the start's path.
     @discardableResult
     public static func start(onlyIfIdle: Bool = true, _ checks: @escaping @Sendable () -> [Check]) -> Bool {
         let allowed = allowedCPUs()
-        guard System.coreCount > 1, allowed ?? 2 > 1, !onlyIfIdle || hostHasIdleCPU(allowed: allowed) else { return false }
+        // NIO's count as its singleton group took it (`System.coreCount` once more read the
+        // cgroup's files again on the start's main thread, 0.2 ms): its loops, one per CPU.
+        guard NIOSingletons.groupLoopCountSuggestion > 1, allowed ?? 2 > 1, !onlyIfIdle || hostHasIdleCPU(allowed: allowed)
+        else { return false }
         let box = Unmanaged.passRetained(Box(checks)).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(

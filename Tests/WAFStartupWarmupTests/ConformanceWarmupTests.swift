@@ -45,26 +45,32 @@ struct ConformanceWarmupTests {
 
     @Test("It starts only while the host has a CPU nothing else wants: /proc/loadavg's runnable threads")
     func onlyOnAnIdleCPU() {
-        #expect(ConformanceWarmup.runnable(fromLoadavg: "0.52 0.58 0.59 3/456 12345\n") == 3)
-        #expect(ConformanceWarmup.runnable(fromLoadavg: "12.00 9.10 8.00 17/2048 99") == 17)
-        #expect(ConformanceWarmup.runnable(fromLoadavg: "0.52 0.58 0.59 3-456 12345") == nil)
-        #expect(ConformanceWarmup.runnable(fromLoadavg: "") == nil)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "0.52 0.58 0.59 3/456 12345\n".utf8) == 3)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "12.00 9.10 8.00 17/2048 99".utf8) == 17)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "0.52 0.58 0.59 3-456 12345".utf8) == nil)
+        #expect(ConformanceWarmup.runnable(fromLoadavg: "".utf8) == nil)
         // The start's own runnable threads do not count; another program's on every CPU does.
         #expect(ConformanceWarmup.idle(runnableOnHost: 3, runnableHere: 2, online: 2))
         #expect(ConformanceWarmup.idle(runnableOnHost: 2, runnableHere: 1, online: 2))
         #expect(!ConformanceWarmup.idle(runnableOnHost: 4, runnableHere: 2, online: 2))
         #expect(!ConformanceWarmup.idle(runnableOnHost: 9, runnableHere: 1, online: 8))
-        #expect(ConformanceWarmup.isRunnable(stat: "1234 (waf-tokend) R 1 1234 1234 0 -1"))
-        #expect(!ConformanceWarmup.isRunnable(stat: "1234 (waf-tokend) S 1 1234 1234 0 -1"))
+        #expect(ConformanceWarmup.isRunnable(stat: "1234 (waf-tokend) R 1 1234 1234 0 -1".utf8))
+        #expect(!ConformanceWarmup.isRunnable(stat: "1234 (waf-tokend) S 1 1234 1234 0 -1".utf8))
         // A name may hold a parenthesis and a space: the state follows the last ')'.
-        #expect(!ConformanceWarmup.isRunnable(stat: "1234 (a) R (b) S 1 1234"))
-        #expect(!ConformanceWarmup.isRunnable(stat: ""))
-        #expect(ConformanceWarmup.cpuCount(ofList: "0-1") == 2)
-        #expect(ConformanceWarmup.cpuCount(ofList: " 0-3,8,10-11\t") == 7)
-        #expect(ConformanceWarmup.cpuCount(ofList: "0") == 1)
-        #expect(ConformanceWarmup.cpuCount(ofList: "3-1") == nil)
-        #expect(ConformanceWarmup.cpuCount(ofList: "") == nil)
-        #expect(ConformanceWarmup.cpuCount(ofList: "0-x") == nil)
+        #expect(!ConformanceWarmup.isRunnable(stat: "1234 (a) R (b) S 1 1234".utf8))
+        #expect(!ConformanceWarmup.isRunnable(stat: "".utf8))
+        #expect(ConformanceWarmup.cpuCount(ofList: "0-1".utf8) == 2)
+        #expect(ConformanceWarmup.cpuCount(ofList: " 0-3,8,10-11\t".utf8) == 7)
+        #expect(ConformanceWarmup.cpuCount(ofList: "0".utf8) == 1)
+        #expect(ConformanceWarmup.cpuCount(ofList: "3-1".utf8) == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "".utf8) == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "0-x".utf8) == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "1-2-3".utf8) == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "0,,1".utf8) == nil)
+        #expect(ConformanceWarmup.cpuCount(ofList: "0 1".utf8) == nil)
+        let status = Array("Name:\twaf-tokend\nGroups:\t4 24 27\nCpus_allowed:\t3\nCpus_allowed_list:\t0-1\nMems_allowed:\t1\n".utf8)
+        #expect(ConformanceWarmup.value(of: "Cpus_allowed_list:".utf8, in: status).map { Array($0) } == Array("\t0-1".utf8))
+        #expect(ConformanceWarmup.value(of: "Cpus_allowed_list:".utf8, in: Array(status.prefix(40))) == nil)
     }
 
     /// What the rule reads, read here: a parse that broke on the real files would switch the
@@ -92,7 +98,7 @@ struct ConformanceWarmupTests {
             seen.withLock { $0 = (pthread_equal(pthread_self(), caller) == 0, sched_getscheduler(0)) }
             return []
         }
-        guard System.coreCount > 1, ConformanceWarmup.allowedCPUs() ?? 2 > 1 else {
+        guard NIOSingletons.groupLoopCountSuggestion > 1, ConformanceWarmup.allowedCPUs() ?? 2 > 1 else {
             #expect(!started, "one CPU: no warm-up")
             return
         }

@@ -72,6 +72,32 @@ struct SignalTests {
         await service.stop()
     }
 
+    /// The socket accepts before the service group runs: SIGTERM and SIGINT are armed with the
+    /// other signals, before it accepts, not by the group (whose handlers came later, so that a
+    /// SIGTERM sent at once found the default action and killed the daemon).
+    @Test("SIGTERM sent the moment the socket first accepts a connection stops gracefully, and a second one changes nothing")
+    func stopAsSoonAsSeen() async throws {
+        let service = try ServiceProcess()
+        for _ in 0..<3 {
+            let daemon = try DaemonProcess(service: service)
+            let deadline = ContinuousClock.now + .seconds(20)
+            while (try? RawSocket(path: daemon.socketPath)) == nil {
+                guard daemon.process.isRunning, ContinuousClock.now < deadline else {
+                    Issue.record("the socket did not accept within 20 s: \(daemon.stderr)")
+                    await daemon.stop()
+                    await service.stop()
+                    return
+                }
+            }
+            daemon.signal(SIGTERM)
+            daemon.signal(SIGTERM)
+            #expect(await daemon.waitForExit() == 0, "stopped gracefully, not by SIGTERM's default action (143)")
+            #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+            await daemon.stop()
+        }
+        await service.stop()
+    }
+
     @Test("a storm of thousands of signals leaves the state right and never two fetches in flight")
     func signalStorm() async throws {
         // Slow answers make overlapping fetches visible to the service's in-flight count.

@@ -27,6 +27,8 @@ struct DaemonRuntime {
     private let parts: DaemonParts
     /// `waf-tokend exec`'s supervisor, when it runs.
     private let exec: ExecService?
+    /// SIGTERM's and SIGINT's: the signal service's, told the group when `run` makes it.
+    private let stop: StopRequest
 
     /// Builds everything and binds the socket; nothing is served before `run()`.
     static func start(
@@ -82,9 +84,10 @@ struct DaemonRuntime {
             }
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
-            // Under exec, SIGHUP is the child's.
+            // Under exec, SIGHUP, SIGTERM and SIGINT are the child's.
             let signals = SignalService(
-                providers: providers, reloader: reloader, metrics: metrics, reloadsOnHangUp: execSettings == nil, logger: logger)
+                providers: providers, reloader: reloader, metrics: metrics, reloadsOnHangUp: execSettings == nil,
+                stopsOnTerminate: execSettings == nil, logger: logger)
             // The sockets the service manager passed go to the listeners they are for.
             var passed = PassedListeners(inherited)
             let claimed = listeners.claim(&passed)
@@ -131,7 +134,7 @@ struct DaemonRuntime {
                     logger: logger),
             ]
             let exec = execSettings.map { ExecService(settings: $0, providers: providers, persistence: parts.persistence, logger: logger) }
-            return DaemonRuntime(services: services, providersService: providersService, parts: parts, exec: exec)
+            return DaemonRuntime(services: services, providersService: providersService, parts: parts, exec: exec, stop: signals.stop)
         } catch {
             for entry in providers.all { entry.provider.shutdown() }
             await fetcher.shutdown()
@@ -163,7 +166,7 @@ struct DaemonRuntime {
     /// Serves until SIGTERM or SIGINT, then stops gracefully. Returns the exit code.
     func run() async -> Int32 {
         let logger = parts.logger
-        // Under exec, SIGTERM and SIGINT are the child's, and its end ends the group.
+        // SIGTERM and SIGINT: the signal service's (under exec the child's, and its end ends the group).
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { service in
@@ -172,7 +175,8 @@ struct DaemonRuntime {
                     // conformance records: 10 % of start-up's CPU (docs/performance.md, "Start-up in detail").
                     .init(service: service, successTerminationBehavior: .cancelGroup, serviceName: _typeName(type(of: service), qualified: false))
                 } + (exec.map { [.init(service: $0, successTerminationBehavior: .gracefullyShutdownGroup, serviceName: "ExecService")] } ?? []),
-                gracefulShutdownSignals: exec == nil ? [.sigterm, .sigint] : [], logger: logger))
+                logger: logger))
+        stop.attach(group)
         var code: Int32 = 0
         var failed = false
         do {

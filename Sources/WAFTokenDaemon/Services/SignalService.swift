@@ -1,5 +1,6 @@
 import Dispatch
 import Logging
+import NIOConcurrencyHelpers
 import ServiceLifecycle
 import WAFProviderRegistry
 import WAFTokenCore
@@ -17,21 +18,35 @@ import Glibc
 ///
 /// Not swift-service-lifecycle's `UnixSignalsSequence`: it yields one element per delivery and
 /// drops the source's count, and two SIGUSR2 that arrive together must mean closed, not background.
+///
+/// SIGTERM and SIGINT too, outside exec: armed with the others, they ask the service group to stop
+/// gracefully, where the group's own `gracefulShutdownSignals` armed them one after another, each
+/// a round trip through libdispatch's threads on the way to `READY=1` (2-5 % of a start,
+/// docs/performance.md, "Start-up in detail").
 final class SignalService: Service, @unchecked Sendable {
     /// Signals the daemon handles itself. Their default action kills the process, so they are
     /// ignored as the very first thing the daemon does, before any can arrive unhandled.
     static let handled: [Int32] = [SIGUSR1, SIGUSR2, SIGHUP]
 
+    /// Signals that stop the daemon, outside exec.
+    static let stopping: [Int32] = [SIGTERM, SIGINT]
+
     private let providers: ProviderSet
     private let reloader: Reloader
     private let metrics: DaemonMetrics
     private let logger: Logger
+    /// What SIGTERM and SIGINT stop: the group, once `run` has one; a stop asked before is kept.
+    let stop = StopRequest()
     // @unchecked: the only `var`, set once in init and read after; dispatch sources are
     // thread-safe but not marked Sendable on Linux. The rest are `let`s of Sendable types.
     private var sources: [any DispatchSourceSignal] = []
 
-    /// `reloadsOnHangUp`: false under `waf-tokend exec`, whose child SIGHUP is for.
-    init(providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, reloadsOnHangUp: Bool = true, logger: Logger) {
+    /// `reloadsOnHangUp` and `stopsOnTerminate`: false under `waf-tokend exec`, whose child
+    /// SIGHUP, SIGTERM and SIGINT are for.
+    init(
+        providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, reloadsOnHangUp: Bool = true, stopsOnTerminate: Bool = true,
+        logger: Logger
+    ) {
         self.providers = providers
         self.reloader = reloader
         self.metrics = metrics
@@ -40,7 +55,8 @@ final class SignalService: Service, @unchecked Sendable {
         // A semaphore, not a group: a source cancelled before it registered never runs its
         // handler, and a group dropped while entered traps.
         let registered = DispatchSemaphore(value: 0)
-        for signal in Self.handled where signal != SIGHUP || reloadsOnHangUp {
+        let armed = Self.handled.filter { $0 != SIGHUP || reloadsOnHangUp } + (stopsOnTerminate ? Self.stopping : [])
+        for signal in armed {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self, source] in
                 // Signals that arrive together are delivered once, with their count. (The source and
@@ -69,11 +85,16 @@ final class SignalService: Service, @unchecked Sendable {
 
     func run() async {
         try? await gracefulShutdown()
-        for source in sources { source.cancel() }
+        // SIGTERM's and SIGINT's stay armed until the end (deinit): one sent again while the
+        // others stop changes nothing, as under the group's own handlers.
+        for source in sources where !Self.stopping.contains(Int32(source.handle)) { source.cancel() }
     }
 
     private func received(_ signal: Int32, count: Int) {
         switch signal {
+        case SIGTERM, SIGINT:
+            logger.debug("stop signal", metadata: ["signal": "\(signal == SIGTERM ? "SIGTERM" : "SIGINT")"])
+            stop.request()
         case SIGUSR1: lifecycle(foreground: true, count: count, name: "SIGUSR1")
         case SIGUSR2: lifecycle(foreground: false, count: count, name: "SIGUSR2")
         default:
@@ -98,5 +119,27 @@ final class SignalService: Service, @unchecked Sendable {
                 return state
             }) { moved.arrived($0) }
         }
+    }
+}
+
+/// The group SIGTERM and SIGINT stop gracefully, once there is one; a stop asked before it is
+/// kept and told to it when it comes (the group keeps one asked before it runs).
+final class StopRequest: Sendable {
+    private let state = NIOLockedValueBox<(group: ServiceGroup?, asked: Bool)>((nil, false))
+
+    func request() {
+        let group = state.withLockedValue { state -> ServiceGroup? in
+            state.asked = true
+            return state.group
+        }
+        if let group { Task { await group.triggerGracefulShutdown() } }
+    }
+
+    func attach(_ group: ServiceGroup) {
+        let asked = state.withLockedValue { state -> Bool in
+            state.group = group
+            return state.asked
+        }
+        if asked { Task { await group.triggerGracefulShutdown() } }
     }
 }

@@ -376,8 +376,9 @@ let package = Package(
             dependencies: [
                 "WAFTestTraits",
                 "WAFTokenDaemon", "WAFTokenCore", "WAFChallenge", "WAFJSON", "WAFLocalTokenService", "WAFDaemonClient", "WAFTestSupport",
-                "WAFDaemonTransport",
-                "waf-tokend", "waf-tokenctl", "waf-token-service",
+                "WAFDaemonTransport", "WAFProviderRegistry", "WAFServiceManager",
+                "waf-tokend", "waf-tokenctl", "waf-token-service", logging,
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"), .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Prometheus", package: "swift-prometheus"), .product(name: "Metrics", package: "swift-metrics"),
             ] + nio,

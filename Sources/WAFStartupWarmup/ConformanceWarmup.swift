@@ -61,8 +61,9 @@ public enum ConformanceWarmup {
     @discardableResult
     public static func start(onlyIfIdle: Bool = true, _ checks: @escaping @Sendable () -> [Check]) -> Bool {
         let allowed = allowedCPUs()
-        // NIO's count as its singleton group took it (`System.coreCount` once more read the
-        // cgroup's files again on the start's main thread, 0.2 ms): its loops, one per CPU.
+        // The singleton group's loop count, read when it was made: NIO's count of the cgroup's
+        // CPUs, or NIO_SINGLETON_GROUP_LOOP_COUNT where set (`System.coreCount` read the cgroup's
+        // files again on the start's main thread, 0.2 ms).
         guard NIOSingletons.groupLoopCountSuggestion > 1, allowed ?? 2 > 1, !onlyIfIdle || hostHasIdleCPU(allowed: allowed)
         else { return false }
         let box = Unmanaged.passRetained(Box(checks)).toOpaque()

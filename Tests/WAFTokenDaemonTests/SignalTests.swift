@@ -75,11 +75,15 @@ struct SignalTests {
     /// The socket accepts before the service group runs: SIGTERM and SIGINT are armed with the
     /// other signals, before it accepts, not by the group (whose handlers came later, so that a
     /// SIGTERM sent at once found the default action and killed the daemon).
-    @Test("SIGTERM sent the moment the socket first accepts a connection stops gracefully, and a second one changes nothing")
+    @Test(
+        "SIGTERM sent the moment the socket first accepts a connection stops gracefully, no READY=1 after STOPPING=1, and a second one changes nothing"
+    )
     func stopAsSoonAsSeen() async throws {
         let service = try ServiceProcess()
         for _ in 0..<3 {
-            let daemon = try DaemonProcess(service: service)
+            let notify = try NotifySocket(abstract: false)
+            defer { notify.close() }
+            let daemon = try DaemonProcess(service: service, environment: ["NOTIFY_SOCKET": notify.address])
             let deadline = ContinuousClock.now + .seconds(20)
             while (try? RawSocket(path: daemon.socketPath)) == nil {
                 guard daemon.process.isRunning, ContinuousClock.now < deadline else {
@@ -90,9 +94,13 @@ struct SignalTests {
                 }
             }
             daemon.signal(SIGTERM)
-            daemon.signal(SIGTERM)
+            // The second once the stop is under way (two sent at once are one pending signal).
+            #expect(await notify.wait { $0.fields["STOPPING"] == "1" } != nil, "STOPPING=1 within 20 s")
+            if daemon.process.isRunning { daemon.signal(SIGTERM) }
             #expect(await daemon.waitForExit() == 0, "stopped gracefully, not by SIGTERM's default action (143)")
             #expect(!FileManager.default.fileExists(atPath: daemon.socketPath))
+            let stopping = try #require(notify.messages.firstIndex { $0.fields["STOPPING"] == "1" })
+            #expect(notify.messages[stopping...].allSatisfy { $0.fields["READY"] == nil }, "nothing claims readiness after STOPPING")
             await daemon.stop()
         }
         await service.stop()

@@ -126,7 +126,8 @@ struct DaemonRuntime {
                 parts.persistence,
                 providersService,
                 ReadinessService(
-                    providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status),
+                    providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status,
+                    stop: signals.stop),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 ListenersService(

@@ -15,6 +15,10 @@ struct ReadinessService: Service {
     let notifier: any ServiceNotifier
     let waitForToken: Bool
     let status: StatusReporter
+    /// A stop asked for (SIGTERM, SIGINT) before `READY=1` goes out: none then, for the group may
+    /// already have told systemd `STOPPING=1` (a SIGTERM sent the moment the socket accepted is
+    /// asked before the group runs, and the group stops this service last).
+    let stop: StopRequest
 
     func run() async {
         if waitForToken {
@@ -33,8 +37,9 @@ struct ReadinessService: Service {
                 }
             }
         }
-        notifier.ready()
-        status.report()
+        // Not returned early: a service that ends before it is told to stop cancels the group.
+        // Where the group stops for another reason (exec's child ended), its graceful shutdown.
+        if !Task.isShuttingDownGracefully, stop.unlessAsked({ notifier.ready() }) { status.report() }
         try? await gracefulShutdown()
     }
 }

@@ -21,11 +21,12 @@ import Glibc
 ///
 /// SIGTERM and SIGINT too, outside exec: armed with the others, they ask the service group to stop
 /// gracefully, where the group's own `gracefulShutdownSignals` armed them one after another, each
-/// a round trip through libdispatch's threads on the way to `READY=1` (2-5 % of a start,
-/// docs/performance.md, "Start-up in detail").
+/// a round trip through libdispatch's threads on the way to `READY=1` (docs/performance.md,
+/// "Start-up in detail", "Fewer hand-offs").
 final class SignalService: Service, @unchecked Sendable {
     /// Signals the daemon handles itself. Their default action kills the process, so they are
-    /// ignored as the very first thing the daemon does, before any can arrive unhandled.
+    /// ignored as the very first thing the daemon does, before any can arrive unhandled. SIGTERM
+    /// and SIGINT are not: until they are armed here, their default action is the stop.
     static let handled: [Int32] = [SIGUSR1, SIGUSR2, SIGHUP]
 
     /// Signals that stop the daemon, outside exec.
@@ -123,7 +124,8 @@ final class SignalService: Service, @unchecked Sendable {
 }
 
 /// The group SIGTERM and SIGINT stop gracefully, once there is one; a stop asked before it is
-/// kept and told to it when it comes (the group keeps one asked before it runs).
+/// kept and told to it when it comes. The group keeps one asked before it runs from
+/// swift-service-lifecycle 2.13.0 on, which Package.swift asks for (earlier, `run` then threw).
 final class StopRequest: Sendable {
     private let state = NIOLockedValueBox<(group: ServiceGroup?, asked: Bool)>((nil, false))
 
@@ -133,6 +135,16 @@ final class StopRequest: Sendable {
             return state.group
         }
         if let group { Task { await group.triggerGracefulShutdown() } }
+    }
+
+    /// Runs `body` unless a stop was asked, under the lock a stop is asked under: what it sends
+    /// goes out before anything the stop sends. Whether it ran.
+    func unlessAsked(_ body: () -> Void) -> Bool {
+        state.withLockedValue { state in
+            guard !state.asked else { return false }
+            body()
+            return true
+        }
     }
 
     func attach(_ group: ServiceGroup) {

@@ -38,6 +38,9 @@ struct DaemonRuntime {
         // Lists the sandbox would make meaningless are refused before anything starts (TENANT-14).
         let meaningless = SandboxCheck.problems(configuration)
         if !meaningless.isEmpty { throw DaemonFailure(.configuration, meaningless.joined(separator: "; ")) }
+        // Armed now, on libdispatch's threads while the rest is made; bound to the signal service
+        // below. Under exec, SIGHUP, SIGTERM and SIGINT are the child's.
+        let arming = SignalArming(reloadsOnHangUp: execSettings == nil, stopsOnTerminate: execSettings == nil)
         // The client first (a CA file that cannot be read is a configuration error), then the
         // providers, each restoring its saved token; one that fails stops those made before it.
         let fetcherSettings = TokenFetcherSettings(configuration)
@@ -84,10 +87,7 @@ struct DaemonRuntime {
             }
             let reloader = Reloader(configuration: configuration, sources: sources, parts: parts)
             // Before the socket serves: a client that sees the daemon may signal it at once.
-            // Under exec, SIGHUP, SIGTERM and SIGINT are the child's.
-            let signals = SignalService(
-                providers: providers, reloader: reloader, metrics: metrics, reloadsOnHangUp: execSettings == nil,
-                stopsOnTerminate: execSettings == nil, logger: logger)
+            let signals = SignalService(arming: arming, providers: providers, reloader: reloader, metrics: metrics, logger: logger)
             // The sockets the service manager passed go to the listeners they are for.
             var passed = PassedListeners(inherited)
             let claimed = listeners.claim(&passed)

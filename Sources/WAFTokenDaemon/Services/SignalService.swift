@@ -1,4 +1,3 @@
-import Dispatch
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
@@ -11,10 +10,10 @@ import Glibc
 
 /// SIGUSR1 (foreground), SIGUSR2 (background; again: closed) for every provider (one app, one
 /// lifecycle), and SIGHUP (reload), through
-/// `DispatchSourceSignal`s on a queue of their own. The sources are armed, and their arming is
-/// waited for, when it is made, which the runtime does before the socket serves: a signal sent as
-/// soon as a client can see the daemon (its socket answers, READY=1) is handled, never dropped by
-/// the ignore of `ignoreDefaultActions`.
+/// `DispatchSourceSignal`s on a queue of their own (`SignalArming`, armed as the start begins).
+/// Their arming is waited for when this is made, which the runtime does before the socket serves:
+/// a signal sent as soon as a client can see the daemon (its socket answers, READY=1) is handled,
+/// never dropped by the ignore of `ignoreDefaultActions`.
 ///
 /// Not swift-service-lifecycle's `UnixSignalsSequence`: it yields one element per delivery and
 /// drops the source's count, and two SIGUSR2 that arrive together must mean closed, not background.
@@ -22,11 +21,11 @@ import Glibc
 /// SIGTERM and SIGINT too, outside exec: armed with the others, they ask the service group to stop
 /// gracefully, where the group's own `gracefulShutdownSignals` armed them one after another, each
 /// a round trip through libdispatch's threads on the way to `READY=1` (docs/performance.md,
-/// "Start-up in detail", "Fewer hand-offs").
+/// "Start-up in detail", "Fewer hand-offs to `READY=1`").
 final class SignalService: Service, @unchecked Sendable {
     /// Signals the daemon handles itself. Their default action kills the process, so they are
     /// ignored as the very first thing the daemon does, before any can arrive unhandled. SIGTERM
-    /// and SIGINT are not: until they are armed here, their default action is the stop.
+    /// and SIGINT are not: until they are armed, their default action is the stop.
     static let handled: [Int32] = [SIGUSR1, SIGUSR2, SIGHUP]
 
     /// Signals that stop the daemon, outside exec.
@@ -36,48 +35,20 @@ final class SignalService: Service, @unchecked Sendable {
     private let reloader: Reloader
     private let metrics: DaemonMetrics
     private let logger: Logger
-    /// What SIGTERM and SIGINT stop: the group, once `run` has one; a stop asked before is kept.
-    let stop = StopRequest()
-    // @unchecked: the only `var`, set once in init and read after; dispatch sources are
-    // thread-safe but not marked Sendable on Linux. The rest are `let`s of Sendable types.
-    private var sources: [any DispatchSourceSignal] = []
+    private let arming: SignalArming
+    /// What SIGTERM and SIGINT stop (the arming's).
+    var stop: StopRequest { arming.stop }
 
-    /// `reloadsOnHangUp` and `stopsOnTerminate`: false under `waf-tokend exec`, whose child
-    /// SIGHUP, SIGTERM and SIGINT are for.
-    init(
-        providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, reloadsOnHangUp: Bool = true, stopsOnTerminate: Bool = true,
-        logger: Logger
-    ) {
+    /// `arming`: the sources, armed as the start began; bound here and waited for, so that a
+    /// signal sent from the moment the socket accepts is handled.
+    init(arming: SignalArming, providers: ProviderSet, reloader: Reloader, metrics: DaemonMetrics, logger: Logger) {
+        self.arming = arming
         self.providers = providers
         self.reloader = reloader
         self.metrics = metrics
         self.logger = logger
-        let queue = DispatchQueue(label: "waf-tokend.signals")
-        // A semaphore, not a group: a source cancelled before it registered never runs its
-        // handler, and a group dropped while entered traps.
-        let registered = DispatchSemaphore(value: 0)
-        let armed = Self.handled.filter { $0 != SIGHUP || reloadsOnHangUp } + (stopsOnTerminate ? Self.stopping : [])
-        for signal in armed {
-            let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
-            source.setEventHandler { [weak self, source] in
-                // Signals that arrive together are delivered once, with their count. (The source and
-                // its handler hold each other until cancelled, in run() or deinit.)
-                self?.received(signal, count: Int(source.data))
-            }
-            source.setRegistrationHandler { registered.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        // `resume` arms a source later, on libdispatch's manager thread; until then the signal is
-        // ignored and lost. Wait for it (the queue is ours and idle, so this takes microseconds).
-        let deadline = DispatchTime.now() + 5
-        if !sources.indices.allSatisfy({ _ in registered.wait(timeout: deadline) == .success }) {
-            logger.warning("signal handlers not armed within 5 s: a signal sent now may be lost")
-        }
-    }
-
-    deinit {
-        for source in sources { source.cancel() }
+        arming.bind { [weak self] signal, count in self?.received(signal, count: count) }
+        arming.waitUntilArmed(logger: logger)
     }
 
     static func ignoreDefaultActions() {
@@ -86,16 +57,14 @@ final class SignalService: Service, @unchecked Sendable {
 
     func run() async {
         try? await gracefulShutdown()
-        // SIGTERM's and SIGINT's stay armed until the end (deinit): one sent again while the
-        // others stop changes nothing, as under the group's own handlers.
-        for source in sources where !Self.stopping.contains(Int32(source.handle)) { source.cancel() }
+        arming.cancelAllButStop()
     }
 
     private func received(_ signal: Int32, count: Int) {
         switch signal {
         case SIGTERM, SIGINT:
+            // Asked by the arming itself, as they arrived.
             logger.debug("stop signal", metadata: ["signal": "\(signal == SIGTERM ? "SIGTERM" : "SIGINT")"])
-            stop.request()
         case SIGUSR1: lifecycle(foreground: true, count: count, name: "SIGUSR1")
         case SIGUSR2: lifecycle(foreground: false, count: count, name: "SIGUSR2")
         default:

@@ -162,6 +162,31 @@ struct SystemdTests {
         notify.close()
     }
 
+    /// A reload beside the start's proxies and listeners, or its READY=1 before the start's, is
+    /// what a SIGHUP kept from the start would otherwise do (the signals are armed as it begins).
+    @Test("A SIGHUP before READY=1 is applied once after it: no RELOADING=1, no READY=1 before the start's")
+    func hangUpBeforeReady() async throws {
+        let notify = try NotifySocket(abstract: true)
+        try await withDaemon(
+            service: ["--fail-next", "1000000", "--fault-target", "inputs"],
+            daemon: ["--readiness-wait-for-token", "true"],
+            environment: ["NOTIFY_SOCKET": notify.address]
+        ) { service, daemon in
+            #expect(await notify.wait { $0.fields["STATUS"] == "waiting for the first token" } != nil)
+            daemon.signal(SIGHUP)
+            daemon.signal(SIGHUP)
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(notify.messages.allSatisfy { $0.fields["READY"] == nil && $0.fields["RELOADING"] == nil }, "held until READY=1")
+            try await service.reset()
+            let ready = try #require(await notify.wait { $0.fields["READY"] == "1" })
+            let reloading = try #require(await notify.wait { $0.fields["RELOADING"] == "1" }, "the held SIGHUP applied after READY=1")
+            #expect(reloading.at > ready.at)
+            #expect(await notify.wait { $0.fields["READY"] == "1" && $0.at > reloading.at } != nil)
+            #expect(await eventually { daemon.stderr.contains("configuration reloaded") })
+        }
+        notify.close()
+    }
+
     @Test(
         "MULTI-9: with several providers READY=1 waits for every first token, STATUS= sums them up, and the watchdog stops when any one provider wedges"
     )

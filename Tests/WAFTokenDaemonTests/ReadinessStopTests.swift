@@ -19,9 +19,10 @@ struct ReadinessStopTests {
         let providers = ProviderSet()
         let stop = StopRequest()
         if asked { stop.request() }
+        let released = Mutex(0)
         let readiness = ReadinessService(
             providers: providers, notifier: notifier, waitForToken: false, status: StatusReporter(providers: providers, notifier: notifier),
-            stop: stop)
+            stop: stop, afterReady: { released.withLock { $0 += 1 } })
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: readiness, successTerminationBehavior: .cancelGroup, serviceName: "ReadinessService")],
@@ -39,6 +40,7 @@ struct ReadinessStopTests {
         }
         try await running.value
         #expect(notifier.readies == (asked ? 0 : 1))
+        #expect(released.withLock { $0 } == notifier.readies, "the reloads held for READY=1 are let go after it, and only then")
     }
 }
 

@@ -26,6 +26,9 @@ final class Reloader: Sendable {
         var running = false
         var again = false
         var closed = false
+        /// Until `release`: a SIGHUP during the start, before `READY=1`, is applied once the start
+        /// is done, not beside its proxies and listeners, and tells no `READY=1` before the start's.
+        var held = true
         /// What `close` waits on: told when the reload under way ends.
         var closing: [@Sendable () -> Void] = []
     }
@@ -58,7 +61,7 @@ final class Reloader: Sendable {
     func reload() async {
         let start = state.withLockedValue { state -> Bool in
             if state.closed { return false }
-            if state.running {
+            if state.running || state.held {
                 state.again = true
                 return false
             }
@@ -80,6 +83,16 @@ final class Reloader: Sendable {
             for ended in closing { ended() }
             if !again { return }
         }
+    }
+
+    /// The start told `READY=1`: a SIGHUP that came before it is applied now, once.
+    func release() {
+        let held = state.withLockedValue { state -> Bool in
+            state.held = false
+            defer { state.again = false }
+            return state.again
+        }
+        if held { Task { await reload() } }
     }
 
     /// The daemon stops: no reload begins from now on; true once the one under way, if any, has

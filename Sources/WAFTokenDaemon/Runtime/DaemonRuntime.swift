@@ -27,7 +27,7 @@ struct DaemonRuntime {
     private let parts: DaemonParts
     /// `waf-tokend exec`'s supervisor, when it runs.
     private let exec: ExecService?
-    /// SIGTERM's and SIGINT's: the signal service's, told the group when `run` makes it.
+    /// SIGTERM's and SIGINT's: the signal arming's, told the group when `run` makes it.
     private let stop: StopRequest
 
     /// Builds everything and binds the socket; nothing is served before `run()`.
@@ -127,7 +127,7 @@ struct DaemonRuntime {
                 providersService,
                 ReadinessService(
                     providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status,
-                    stop: signals.stop),
+                    stop: signals.stop, afterReady: { reloader.release() }),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 ListenersService(

@@ -17,8 +17,10 @@ struct ReadinessService: Service {
     let status: StatusReporter
     /// A stop asked for (SIGTERM, SIGINT) before `READY=1` goes out: none then, for the group may
     /// already have told systemd `STOPPING=1` (a SIGTERM sent the moment the socket accepted is
-    /// asked before the group runs, and the group stops this service last).
+    /// asked before the group runs, and the group tells every service to stop at once).
     let stop: StopRequest
+    /// Once `READY=1` is out: the reloads a SIGHUP asked for before it (`Reloader.release`).
+    let afterReady: @Sendable () -> Void
 
     func run() async {
         if waitForToken {
@@ -39,7 +41,10 @@ struct ReadinessService: Service {
         }
         // Not returned early: a service that ends before it is told to stop cancels the group.
         // Where the group stops for another reason (exec's child ended), its graceful shutdown.
-        if !Task.isShuttingDownGracefully, stop.unlessAsked({ notifier.ready() }) { status.report() }
+        if !Task.isShuttingDownGracefully, stop.unlessAsked({ notifier.ready() }) {
+            status.report()
+            afterReady()
+        }
         try? await gracefulShutdown()
     }
 }

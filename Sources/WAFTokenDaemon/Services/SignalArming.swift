@@ -7,10 +7,11 @@ import Glibc
 
 /// The daemon's signal sources, armed as a start begins and bound to `SignalService` once the
 /// providers and the reloader it acts on exist: libdispatch arms a source on its own threads, and
-/// a start that armed them only then waited for the arming on its way to `READY=1`, 3-4 % of a
+/// a start that armed them only then waited for the arming on its way to `READY=1`, 3-7 % of a
 /// start (docs/performance.md, "Start-up in detail"). Until the binding, what arrives is kept, in
-/// its order and with its counts, and handed over then; SIGTERM and SIGINT ask `stop` at once.
-/// Everything runs on the sources' one serial queue, which orders the hand-over and what follows.
+/// its order and with its counts, and handed over then (a SIGHUP's reload waits for `READY=1`
+/// all the same: `Reloader.release`); SIGTERM and SIGINT ask `stop` at once. Everything runs on
+/// the sources' one serial queue, which orders the hand-over and what follows.
 final class SignalArming: @unchecked Sendable {
     /// What SIGTERM and SIGINT stop: the group, once `run` has one; a stop asked before is kept.
     let stop = StopRequest()
@@ -26,10 +27,14 @@ final class SignalArming: @unchecked Sendable {
 
     /// `reloadsOnHangUp` and `stopsOnTerminate`: false under `waf-tokend exec`, whose child
     /// SIGHUP, SIGTERM and SIGINT are for.
-    init(reloadsOnHangUp: Bool = true, stopsOnTerminate: Bool = true) {
-        let armed =
-            SignalService.handled.filter { $0 != SIGHUP || reloadsOnHangUp } + (stopsOnTerminate ? SignalService.stopping : [])
-        for signal in armed {
+    convenience init(reloadsOnHangUp: Bool = true, stopsOnTerminate: Bool = true) {
+        self.init(
+            arming: SignalService.handled.filter { $0 != SIGHUP || reloadsOnHangUp } + (stopsOnTerminate ? SignalService.stopping : []))
+    }
+
+    /// `signals`' sources; none for a test that hands them over itself (`deliver`).
+    init(arming signals: [Int32]) {
+        for signal in signals {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self, source] in
                 // Signals that arrive together are delivered once, with their count. (The source and
@@ -55,13 +60,27 @@ final class SignalArming: @unchecked Sendable {
         }
     }
 
-    /// `resume` arms a source later, on libdispatch's manager thread; until then the signal is
-    /// ignored and lost. Waits for it, which has mostly happened by the time this is asked.
-    func waitUntilArmed(logger: Logger) {
+    /// `resume` arms a source later, on libdispatch's manager thread; until then SIGUSR1, SIGUSR2
+    /// and SIGHUP are ignored and lost, and SIGTERM and SIGINT take their default action. Waits
+    /// for it, which has mostly happened by the time this is asked; whether it did within 5 s.
+    @discardableResult
+    func waitUntilArmed(logger: Logger) -> Bool {
         let deadline = DispatchTime.now() + 5
-        if !sources.indices.allSatisfy({ _ in registered.wait(timeout: deadline) == .success }) {
+        guard sources.indices.allSatisfy({ _ in registered.wait(timeout: deadline) == .success }) else {
             logger.warning("signal handlers not armed within 5 s: a signal sent now may be lost")
+            return false
         }
+        return true
+    }
+
+    /// A signal as its source hands it over, on the sources' queue.
+    func deliver(_ signal: Int32, count: Int) {
+        queue.async { [self] in arrived(signal, count: count) }
+    }
+
+    /// What is kept for the binding, in order (for tests).
+    func kept() -> [Int32] {
+        queue.sync { pending.map(\.signal) }
     }
 
     /// Disarms all but SIGTERM's and SIGINT's, which stay until the end (deinit): one sent again
@@ -71,7 +90,7 @@ final class SignalArming: @unchecked Sendable {
     }
 
     private func arrived(_ signal: Int32, count: Int) {
-        if SignalService.stopping.contains(signal) { stop.request() }
+        if SignalService.stopping.contains(signal) { stop.request(signal) }
         if let target { target(signal, count) } else { pending.append((signal, count)) }
     }
 }

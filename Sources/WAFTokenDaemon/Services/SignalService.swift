@@ -95,15 +95,23 @@ final class SignalService: Service, @unchecked Sendable {
 /// The group SIGTERM and SIGINT stop gracefully, once there is one; a stop asked before it is
 /// kept and told to it when it comes. The group keeps one asked before it runs from
 /// swift-service-lifecycle 2.13.0 on, which Package.swift asks for (earlier, `run` then threw).
+/// A second one before there is a group (a start that hangs) is the signal's default action, as
+/// a start's first signal was before its sources were armed.
 final class StopRequest: Sendable {
     private let state = NIOLockedValueBox<(group: ServiceGroup?, asked: Bool)>((nil, false))
 
-    func request() {
-        let group = state.withLockedValue { state -> ServiceGroup? in
-            state.asked = true
-            return state.group
+    /// `signal`: the one that asks, 0 for none.
+    func request(_ signal: Int32 = 0) {
+        let (group, again) = state.withLockedValue { state -> (ServiceGroup?, Bool) in
+            defer { state.asked = true }
+            return (state.group, state.asked)
         }
-        if let group { Task { await group.triggerGracefulShutdown() } }
+        if let group {
+            Task { await group.triggerGracefulShutdown() }
+        } else if again, signal != 0 {
+            Glibc.signal(signal, SIG_DFL)
+            raise(signal)
+        }
     }
 
     /// Runs `body` unless a stop was asked, under the lock a stop is asked under: what it sends

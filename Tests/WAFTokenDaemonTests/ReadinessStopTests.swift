@@ -19,10 +19,10 @@ struct ReadinessStopTests {
         let providers = ProviderSet()
         let stop = StopRequest()
         if asked { stop.request() }
-        let released = Mutex(0)
+        let gate = RecordingGate()
         let readiness = ReadinessService(
             providers: providers, notifier: notifier, waitForToken: false, status: StatusReporter(providers: providers, notifier: notifier),
-            stop: stop, afterReady: { released.withLock { $0 += 1 } })
+            stop: stop, reloads: gate)
         let group = ServiceGroup(
             configuration: .init(
                 services: [.init(service: readiness, successTerminationBehavior: .cancelGroup, serviceName: "ReadinessService")],
@@ -40,7 +40,8 @@ struct ReadinessStopTests {
         }
         try await running.value
         #expect(notifier.readies == (asked ? 0 : 1))
-        #expect(released.withLock { $0 } == notifier.readies, "the reloads held for READY=1 are let go after it, and only then")
+        #expect(gate.released.withLock { $0 } == 1, "the reloads held for the start are let go as the group runs")
+        #expect(gate.announced.withLock { $0 } == notifier.readies, "reloads tell of themselves after READY=1, and only then")
     }
 }
 
@@ -55,4 +56,11 @@ private final class RecordingNotifier: ServiceNotifier {
     func failing(_ message: String, errno: Int32?) {}
     var watchdogInterval: Duration? { nil }
     func watchdogPing() {}
+}
+
+private final class RecordingGate: ReloadGate {
+    let released = Mutex(0)
+    let announced = Mutex(0)
+    func release() { released.withLock { $0 += 1 } }
+    func announce() { announced.withLock { $0 += 1 } }
 }

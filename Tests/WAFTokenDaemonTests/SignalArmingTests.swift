@@ -1,5 +1,6 @@
 import Glibc
 import Logging
+import ServiceLifecycle
 import Synchronization
 import Testing
 import WAFTestTraits
@@ -29,12 +30,28 @@ struct SignalArmingTests {
         #expect(arming.stop.unlessAsked {}, "USR1 and USR2 ask no stop")
     }
 
-    @Test("SIGTERM asks the stop as it arrives, before any binding")
-    func stopAsked() {
-        let arming = SignalArming(arming: [])
+    @Test("SIGTERM asks the stop as it arrives, before any binding; a second before the group runs is its default action")
+    func stopAsked() async throws {
+        let died = Mutex<[Int32]>([])
+        let arming = SignalArming(arming: [], stop: StopRequest { signal in died.withLock { $0.append(signal) } })
         arming.deliver(SIGTERM, count: 1)
         #expect(arming.kept() == [SIGTERM])
         #expect(!arming.stop.unlessAsked {}, "the stop is asked")
+        #expect(died.withLock { $0 } == [], "one stop: kept for the group")
+        arming.deliver(SIGINT, count: 1)
+        _ = arming.kept()
+        #expect(died.withLock { $0 } == [SIGINT], "a second before the group runs: the default action")
+
+        let coalesced = Mutex<[Int32]>([])
+        StopRequest { signal in coalesced.withLock { $0.append(signal) } }.request(SIGTERM, count: 2)
+        #expect(coalesced.withLock { $0 } == [SIGTERM], "two delivered at once are two")
+
+        let graceful = Mutex<[Int32]>([])
+        let stop = StopRequest { signal in graceful.withLock { $0.append(signal) } }
+        stop.attach(ServiceGroup(services: [], logger: Logger(label: "test")))
+        stop.request(SIGTERM)
+        stop.request(SIGTERM)
+        #expect(graceful.withLock { $0 } == [], "once the group is there, every one is its graceful stop")
     }
 
     private func eventually(_ condition: () -> Bool) async -> Bool {

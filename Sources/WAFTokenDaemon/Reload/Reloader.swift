@@ -20,15 +20,18 @@ import WAFTokenStorage
 /// listener bound but not accepting) without changing what serves, and lets it all go when one
 /// part fails; then `commit`, which cannot fail, puts it in force, the proxies' routes with the
 /// new access lists. Once the daemon's stop began (`close`), no reload starts.
-final class Reloader: Sendable {
+final class Reloader: ReloadGate {
     private struct State {
         var configuration: DaemonConfiguration
         var running = false
         var again = false
         var closed = false
-        /// Until `release`: a SIGHUP during the start, before `READY=1`, is applied once the start
-        /// is done, not beside its proxies and listeners, and tells no `READY=1` before the start's.
+        /// Until `release`: a SIGHUP during the start is applied once the start is done, not beside
+        /// its proxies and listeners.
         var held = true
+        /// Until `announce`: a reload tells the service manager nothing before the start's
+        /// `READY=1` (`readiness.waitForToken` may wait long; a reload then still applies).
+        var announced = false
         /// What `close` waits on: told when the reload under way ends.
         var closing: [@Sendable () -> Void] = []
     }
@@ -70,10 +73,13 @@ final class Reloader: Sendable {
         }
         guard start else { return }
         while true {
-            parts.notifier.reloading()
+            let announced = state.withLockedValue { $0.announced }
+            if announced { parts.notifier.reloading() }
             await reloadOnce()
-            parts.notifier.ready()
-            parts.status.report()
+            if announced {
+                parts.notifier.ready()
+                parts.status.report()
+            }
             let (again, closing) = state.withLockedValue { state in
                 defer { state.again = false }
                 state.running = state.again && !state.closed
@@ -85,14 +91,20 @@ final class Reloader: Sendable {
         }
     }
 
-    /// The start told `READY=1`: a SIGHUP that came before it is applied now, once.
+    /// The start is done (the service group runs): a SIGHUP that came during it is applied now,
+    /// once. Detached: the reload is the signal's, not the caller's service's.
     func release() {
         let held = state.withLockedValue { state -> Bool in
             state.held = false
             defer { state.again = false }
             return state.again
         }
-        if held { Task { await reload() } }
+        if held { Task.detached { await self.reload() } }
+    }
+
+    /// The start told `READY=1`: reloads from now on tell `RELOADING=1` and `READY=1`.
+    func announce() {
+        state.withLockedValue { $0.announced = true }
     }
 
     /// The daemon stops: no reload begins from now on; true once the one under way, if any, has

@@ -127,7 +127,7 @@ struct DaemonRuntime {
                 providersService,
                 ReadinessService(
                     providers: providers, notifier: notifier, waitForToken: configuration[Keys.readinessWaitForToken], status: parts.status,
-                    stop: signals.stop, afterReady: { reloader.release() }),
+                    stop: signals.stop, reloads: reloader),
                 signals,
                 WatchdogService(notifier: notifier, probe: probe(providers, integration)),
                 ListenersService(

@@ -19,10 +19,12 @@ struct ReadinessService: Service {
     /// already have told systemd `STOPPING=1` (a SIGTERM sent the moment the socket accepted is
     /// asked before the group runs, and the group tells every service to stop at once).
     let stop: StopRequest
-    /// Once `READY=1` is out: the reloads a SIGHUP asked for before it (`Reloader.release`).
-    let afterReady: @Sendable () -> Void
+    /// The reloader: its reloads held during the start let go as this runs (the start done), and
+    /// told to announce themselves once `READY=1` is out.
+    let reloads: any ReloadGate
 
     func run() async {
+        reloads.release()
         if waitForToken {
             let clock = ContinuousClock()
             var renewAt = clock.now
@@ -41,9 +43,12 @@ struct ReadinessService: Service {
         }
         // Not returned early: a service that ends before it is told to stop cancels the group.
         // Where the group stops for another reason (exec's child ended), its graceful shutdown.
-        if !Task.isShuttingDownGracefully, stop.unlessAsked({ notifier.ready() }) {
+        if !Task.isShuttingDownGracefully,
+            stop.unlessAsked({
+                notifier.ready(); reloads.announce()
+            })
+        {
             status.report()
-            afterReady()
         }
         try? await gracefulShutdown()
     }

@@ -14,7 +14,7 @@ import Glibc
 /// the sources' one serial queue, which orders the hand-over and what follows.
 final class SignalArming: @unchecked Sendable {
     /// What SIGTERM and SIGINT stop: the group, once `run` has one; a stop asked before is kept.
-    let stop = StopRequest()
+    let stop: StopRequest
     private let queue = DispatchQueue(label: "waf-tokend.signals")
     // @unchecked: `sources` is set in init and read after; `target` and `pending` are touched only
     // on `queue`. Dispatch sources are thread-safe but not marked Sendable on Linux.
@@ -33,7 +33,8 @@ final class SignalArming: @unchecked Sendable {
     }
 
     /// `signals`' sources; none for a test that hands them over itself (`deliver`).
-    init(arming signals: [Int32]) {
+    init(arming signals: [Int32], stop: StopRequest = StopRequest()) {
+        self.stop = stop
         for signal in signals {
             let source = DispatchSource.makeSignalSource(signal: signal, queue: queue)
             source.setEventHandler { [weak self, source] in
@@ -90,7 +91,7 @@ final class SignalArming: @unchecked Sendable {
     }
 
     private func arrived(_ signal: Int32, count: Int) {
-        if SignalService.stopping.contains(signal) { stop.request(signal) }
+        if SignalService.stopping.contains(signal) { stop.request(signal, count: count) }
         if let target { target(signal, count) } else { pending.append((signal, count)) }
     }
 }

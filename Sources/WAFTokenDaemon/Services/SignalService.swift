@@ -99,19 +99,36 @@ final class SignalService: Service, @unchecked Sendable {
 /// a start's first signal was before its sources were armed.
 final class StopRequest: Sendable {
     private let state = NIOLockedValueBox<(group: ServiceGroup?, asked: Bool)>((nil, false))
+    private let defaultAction: @Sendable (Int32) -> Void
 
-    /// `signal`: the one that asks, 0 for none.
-    func request(_ signal: Int32 = 0) {
+    /// `defaultAction`: a test's, in place of the end of the process.
+    init(defaultAction: @escaping @Sendable (Int32) -> Void = { StopRequest.die($0) }) {
+        self.defaultAction = defaultAction
+    }
+
+    /// `signal`: the one that asks (0 for none), `count` times at once.
+    func request(_ signal: Int32 = 0, count: Int = 1) {
         let (group, again) = state.withLockedValue { state -> (ServiceGroup?, Bool) in
             defer { state.asked = true }
-            return (state.group, state.asked)
+            return (state.group, state.asked || count > 1)
         }
         if let group {
             Task { await group.triggerGracefulShutdown() }
         } else if again, signal != 0 {
-            Glibc.signal(signal, SIG_DFL)
-            raise(signal)
+            defaultAction(signal)
         }
+    }
+
+    /// The signal's default action, on the thread that asks: one of libdispatch's, which block
+    /// the stop signals, so the signal is unblocked here before it is raised on it.
+    static func die(_ signal: Int32) -> Never {
+        Glibc.signal(signal, SIG_DFL)
+        var set = sigset_t()
+        sigemptyset(&set)
+        sigaddset(&set, signal)
+        pthread_sigmask(SIG_UNBLOCK, &set, nil)
+        raise(signal)
+        _exit(128 + signal)
     }
 
     /// Runs `body` unless a stop was asked, under the lock a stop is asked under: what it sends

@@ -24,7 +24,8 @@ struct ReadinessService: Service {
     let reloads: any ReloadGate
 
     func run() async {
-        reloads.release()
+        // Not where a stop was asked: a reload then would only hold the stop up (`Reloader.close`).
+        _ = stop.unlessAsked { reloads.release() }
         if waitForToken {
             let clock = ContinuousClock()
             var renewAt = clock.now

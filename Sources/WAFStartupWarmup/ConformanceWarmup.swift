@@ -55,10 +55,9 @@ public enum ConformanceWarmup {
     /// Starts the warm-up and returns at once, whether it started; does nothing where the process
     /// has one CPU to run on (its cgroup's quota and cpuset by NIO's count, or one singleton loop
     /// by NIO_SINGLETON_GROUP_LOOP_COUNT; its affinity by `allowedCPUs`), where the warm-up would
-    /// take the start's own time, nor, `onlyIfIdle`, while
-    /// no CPU of the host is idle (`hostHasIdleCPU`). `checks` is called on the warm-up's thread,
-    /// and only once it runs at `SCHED_IDLE`: the metadata of the types it names is made there, not
-    /// on the start's path.
+    /// take the start's own time, nor, `onlyIfIdle`, while no CPU of the host is idle
+    /// (`hostHasIdleCPU`). `checks` is called on the warm-up's thread, and only once it runs at
+    /// `SCHED_IDLE`: the metadata of the types it names is made there, not on the start's path.
     @discardableResult
     public static func start(onlyIfIdle: Bool = true, _ checks: @escaping @Sendable () -> [Check]) -> Bool {
         let allowed = allowedCPUs()

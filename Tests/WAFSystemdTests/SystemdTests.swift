@@ -141,13 +141,7 @@ struct SystemdTests {
 
     @Test("readiness.waitForToken: EXTEND_TIMEOUT_USEC while waiting, READY=1 once a token is cached")
     func readyAfterFirstToken() async throws {
-        let notify = try NotifySocket(abstract: true)
-        // Every fetch fails until the test lifts the fault: no token, so no READY, however long it takes.
-        try await withDaemon(
-            service: ["--fail-next", "1000000", "--fault-target", "inputs"],
-            daemon: ["--readiness-wait-for-token", "true"],
-            environment: ["NOTIFY_SOCKET": notify.address]
-        ) { service, daemon in
+        try await withDaemonWaitingForToken { notify, service, daemon in
             let extend = try #require(await notify.wait { $0.fields["EXTEND_TIMEOUT_USEC"] != nil })
             #expect(extend.fields["EXTEND_TIMEOUT_USEC"] == "30000000")
             #expect(await notify.wait { $0.fields["STATUS"] == "waiting for the first token" } != nil)
@@ -159,7 +153,6 @@ struct SystemdTests {
             #expect(ready.at > extend.at)
             #expect(try await daemon.client.getToken() != nil)
         }
-        notify.close()
     }
 
     /// While `readiness.waitForToken` waits, a SIGHUP applies (the configuration may be why no
@@ -167,12 +160,7 @@ struct SystemdTests {
     /// start too early. After it, a reload tells RELOADING=1 and READY=1 again.
     @Test("A SIGHUP before READY=1 reloads without RELOADING=1 or READY=1; after it, with both")
     func hangUpBeforeReady() async throws {
-        let notify = try NotifySocket(abstract: true)
-        try await withDaemon(
-            service: ["--fail-next", "1000000", "--fault-target", "inputs"],
-            daemon: ["--readiness-wait-for-token", "true"],
-            environment: ["NOTIFY_SOCKET": notify.address]
-        ) { service, daemon in
+        try await withDaemonWaitingForToken { notify, service, daemon in
             #expect(await notify.wait { $0.fields["STATUS"] == "waiting for the first token" } != nil)
             daemon.signal(SIGHUP)
             #expect(await eventually { daemon.stderr.contains("configuration reloaded") }, "the reload applies while the start waits")
@@ -184,7 +172,18 @@ struct SystemdTests {
             #expect(reloading.at > ready.at)
             #expect(await notify.wait { $0.fields["READY"] == "1" && $0.at > reloading.at } != nil)
         }
-        notify.close()
+    }
+
+    /// A daemon with `readiness.waitForToken` whose token service fails every fetch until the test
+    /// lifts the fault (`service.reset()`): no token, so no READY, however long it takes.
+    private func withDaemonWaitingForToken(_ body: (NotifySocket, ServiceProcess, DaemonProcess) async throws -> Void) async throws {
+        let notify = try NotifySocket(abstract: true)
+        defer { notify.close() }
+        try await withDaemon(
+            service: ["--fail-next", "1000000", "--fault-target", "inputs"],
+            daemon: ["--readiness-wait-for-token", "true"],
+            environment: ["NOTIFY_SOCKET": notify.address]
+        ) { service, daemon in try await body(notify, service, daemon) }
     }
 
     @Test(

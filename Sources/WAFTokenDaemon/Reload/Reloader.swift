@@ -94,12 +94,12 @@ final class Reloader: ReloadGate {
     /// The start is done (the service group runs): a SIGHUP that came during it is applied now,
     /// once. Detached: the reload is the signal's, not the caller's service's.
     func release() {
-        let held = state.withLockedValue { state -> Bool in
+        let asked = state.withLockedValue { state -> Bool in
             state.held = false
             defer { state.again = false }
             return state.again
         }
-        if held { Task.detached { await self.reload() } }
+        if asked { Task.detached { await self.reload() } }
     }
 
     /// The start told `READY=1`: reloads from now on tell `RELOADING=1` and `READY=1`.

@@ -167,7 +167,7 @@ struct DaemonRuntime {
     /// Serves until SIGTERM or SIGINT, then stops gracefully. Returns the exit code.
     func run() async -> Int32 {
         let logger = parts.logger
-        // SIGTERM and SIGINT: the signal service's (under exec the child's, and its end ends the group).
+        // SIGTERM and SIGINT: the signal arming's (under exec the child's, and its end ends the group).
         let group = ServiceGroup(
             configuration: .init(
                 services: services.map { service in

@@ -10,8 +10,8 @@ import Glibc
 /// a start that armed them only then waited for the arming on its way to `READY=1`, 3-7 % of a
 /// start (docs/performance.md, "Start-up in detail"). Until the binding, what arrives is kept, in
 /// its order and with its counts, and handed over then (a SIGHUP's reload waits for the start
-/// to be done all the same: `Reloader.release`); SIGTERM and SIGINT ask `stop` at once. Everything runs on
-/// the sources' one serial queue, which orders the hand-over and what follows.
+/// to be done all the same: `Reloader.release`); SIGTERM and SIGINT ask `stop` at once.
+/// Everything runs on the sources' one serial queue, which orders the hand-over and what follows.
 final class SignalArming: @unchecked Sendable {
     /// What SIGTERM and SIGINT stop: the group, once `run` has one; a stop asked before is kept.
     let stop: StopRequest

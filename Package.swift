@@ -103,10 +103,7 @@ let package = Package(
         // The runtime's conformance checks of a start, asked ahead on the idle core.
         .target(
             name: "WAFStartupWarmup",
-            dependencies: nio + [
-                "WAFTokenCore", "WAFDaemonTransport", logging, .product(name: "Configuration", package: "swift-configuration"),
-                .product(name: "Crypto", package: "swift-crypto"),
-            ], swiftSettings: strict),
+            dependencies: nio + ["WAFDaemonTransport"], swiftSettings: strict),
         // A JSON document of any shape, read through FoundationEssentials' JSONDecoder.
         .target(name: "WAFJSON", swiftSettings: strict),
         // The token service's wire format and the proof-of-work solvers (SHA-256, PBKDF2, scrypt).

@@ -47,8 +47,8 @@ script libz.so "INPUT(AS_NEEDED($zlib))"
 # its first use, and each of its generic requirements (`ManagedAtomic<Bool>`'s `Bool: AtomicValue`,
 # a dictionary's `Hashable` key) looked up in the binary's 7,700 conformance records, about 80 µs
 # each; an accessor is handed the conformance. A start asked 40 such lookups before READY=1 and
-# asks 12 with it (the dynamic casts of NIO's pipeline); 10 % off exec → READY=1 for 0.25 MB of
-# text (docs/performance.md, "Start-up in detail").
+# asks 12 with it (mostly the dynamic casts of NIO's pipeline); 10 % off exec → READY=1 for 0.25 MB
+# of text (docs/performance.md, "Start-up in detail").
 build() {
     "${SWIFT:-swift}" build -c release --static-swift-stdlib --scratch-path .build-static -Xlinker --no-export-dynamic -Xlinker -z -Xlinker now \
         -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs \

@@ -51,8 +51,9 @@ final class EventLoopTaskExecutor: TaskExecutor, SchedulingExecutor {
     }
 }
 
-/// The executors `install()` makes the process's: the platform's main executor, and the default
-/// executor on NIO's singleton group (the group AsyncHTTPClient uses too).
+/// The executors `main` makes the process's: the main actor's on the main thread
+/// (`MainThreadExecutor`), and the default executor on NIO's singleton group (the group
+/// AsyncHTTPClient uses too).
 public enum EventLoopExecutors {
     /// Makes these the process's executors, runs `body` as the main task and exits with 0 when it
     /// returns. Call it from a synchronous `main`: the executors are fixed by the first job
@@ -72,11 +73,11 @@ public enum EventLoopExecutors {
         var last: (any EventLoop)?
         while let loop = loops.next() { last = loop }
         last?.execute(alongside)
-        try? MainActor.executor.run()
-        fatalError("the main executor returned")
+        // The main thread serves the main actor for the life of the process; a stop ends one run.
+        while true { try? MainActor.executor.run() }
     }
 
-    /// The default executor `install()` sets, on `group`: for tests, through
+    /// The default executor `main` sets, on `group`: for tests, through
     /// `withTaskExecutorPreference`.
     public static func taskExecutor(on group: MultiThreadedEventLoopGroup) -> any TaskExecutor {
         EventLoopTaskExecutor(group: group)

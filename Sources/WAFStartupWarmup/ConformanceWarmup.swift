@@ -8,8 +8,9 @@ import Glibc
 /// will ask it on its way to `READY=1`, so that they are answered from its cache when they come.
 ///
 /// Why: a question the runtime has not cached scans every conformance record of the binary (7,732
-/// of them in the daemon, about 80 µs), and a start asks about 40 such questions, one after another,
-/// on one thread: over a third of its CPU to `READY=1`, while the second core idles
+/// of them in the daemon, about 80 µs), and a start asks 12 such questions (40 before the release
+/// build reached generic metadata by accessor), one after another, on one thread, while the
+/// second core idles
 /// (docs/performance.md, "Start-up: what stands in the way"). The answers are pure and the
 /// runtime's cache is safe to fill from any thread: a name that no longer resolves after a
 /// dependency's update is skipped (and fails `ConformanceWarmupTests`), a question it has not
@@ -60,12 +61,13 @@ public enum ConformanceWarmup {
     /// `SCHED_IDLE`: the metadata of the types it names is made there, not on the start's path.
     @discardableResult
     public static func start(onlyIfIdle: Bool = true, _ checks: @escaping @Sendable () -> [Check]) -> Bool {
-        let allowed = allowedCPUs()
         // The singleton group's loop count, read when it was made: NIO's count of the cgroup's
         // CPUs, or NIO_SINGLETON_GROUP_LOOP_COUNT where set (`System.coreCount` read the cgroup's
-        // files again on the start's main thread, 0.2 ms).
-        guard NIOSingletons.groupLoopCountSuggestion > 1, allowed ?? 2 > 1, !onlyIfIdle || hostHasIdleCPU(allowed: allowed)
-        else { return false }
+        // files again on the start's path, 0.2 ms). First: with one loop, this runs on the start's
+        // own loop, and nothing more is read.
+        guard NIOSingletons.groupLoopCountSuggestion > 1 else { return false }
+        let allowed = allowedCPUs()
+        guard allowed ?? 2 > 1, !onlyIfIdle || hostHasIdleCPU(allowed: allowed) else { return false }
         let box = Unmanaged.passRetained(Box(checks)).toOpaque()
         var thread = pthread_t()
         let started = pthread_create(
@@ -81,6 +83,13 @@ public enum ConformanceWarmup {
                 // filter denies @resources; docs/systemd.md, "The sandbox").
                 var parameters = sched_param()
                 guard sched_setscheduler(0, 5, &parameters) == 0 else { return nil }
+                // Its own name in `top` and in `perf` traces, not the loop's it was started from
+                // (glibc's pthread_setname_np does this; Swift's Glibc module does not have it).
+                let comm = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
+                if comm >= 0 {
+                    _ = "waf-warmup".withCString { write(comm, $0, strlen($0)) }
+                    close(comm)
+                }
                 ConformanceWarmup.run(box.checks())
                 return nil
             }, box)

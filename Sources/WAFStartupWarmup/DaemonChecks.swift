@@ -8,8 +8,9 @@ extension ConformanceWarmup {
     /// as far ahead of the start as its head start allows. The release build names concrete
     /// generic types by their metadata accessors (scripts/swift-release.sh), which are handed
     /// their conformances: what is left is the dynamic casts (NIO's pipeline asks each handler
-    /// whether it is inbound and outbound) and the few the prebuilt standard library asks. A debug
-    /// build asks more, by mangled names; it is not what starts in production.
+    /// whether it is inbound and outbound), the few the prebuilt standard library asks, and the
+    /// server channel's generic superclass, which the runtime finds by name. A debug build asks
+    /// more, by mangled names; it is not what starts in production.
     @Sendable public static func daemon() -> [Check] {
         let inbound = Name.type((any _ChannelInboundHandler.Type).self)
         let outbound = Name.type((any _ChannelOutboundHandler.Type).self)

@@ -1,4 +1,3 @@
-import Dispatch
 import NIOConcurrencyHelpers
 import Testing
 import WAFTestTraits
@@ -9,48 +8,122 @@ import WAFTestTraits
 import Glibc
 #endif
 
-/// An actor whose jobs run on the executor under test, as the main actor's do on the main thread.
+/// An actor whose jobs run on the executor under test, as the main actor's do on the main thread:
+/// each instance is one job on it at a time.
 private actor OnExecutor {
     let executor: MainThreadExecutor
-    private(set) var seen: [Int] = []
+    let log: NIOLockedValueBox<[Int]>
+    let value: Int
 
-    init(_ executor: MainThreadExecutor) { self.executor = executor }
+    init(_ executor: MainThreadExecutor, log: NIOLockedValueBox<[Int]>, value: Int) {
+        self.executor = executor
+        self.log = log
+        self.value = value
+    }
 
     nonisolated var unownedExecutor: UnownedSerialExecutor { executor.asUnownedSerialExecutor() }
 
-    /// Records `value` and says whether it ran on `thread`.
-    func record(_ value: Int, on thread: pthread_t) -> Bool {
-        executor.checkIsolated()
-        seen.append(value)
-        return pthread_equal(pthread_self(), thread) != 0
+    /// Logs its value; whether it ran where the executor says it is isolated.
+    func record() -> Bool {
+        log.withLockedValue { $0.append(value) }
+        return executor.isIsolatingCurrentContext() == true
+    }
+}
+
+/// The executor, made and run on a thread of its own (`startThread`), as `EventLoopExecutors.main`
+/// does on the main thread; its first run begins at `start`.
+private final class Runner: @unchecked Sendable {
+    private let made = ConditionLock(value: 0)
+    private let go = ConditionLock(value: 0)
+    private let ended = ConditionLock(value: 0)
+    /// Set on the runner's thread before `made`; read after it.
+    private(set) var executor: MainThreadExecutor!
+
+    init() {
+        startThread { [self] in
+            executor = MainThreadExecutor()
+            made.lock()
+            made.unlock(withValue: 1)
+            // Held until the test has queued what it wants queued before the first run.
+            go.lock(whenValue: 1)
+            go.unlock()
+            try? executor.run()
+            ended.lock()
+            ended.unlock(withValue: 1)
+        }
+        made.lock(whenValue: 1)
+        made.unlock()
+    }
+
+    func start() {
+        go.lock()
+        go.unlock(withValue: 1)
+    }
+
+    func ended(within seconds: Double) -> Bool {
+        guard ended.lock(whenValue: 1, timeoutSeconds: seconds) else { return false }
+        ended.unlock()
+        return true
     }
 }
 
 @Suite("The main actor's executor", .offPool, .timeLimit(.minutes(1)))
 struct MainThreadExecutorTests {
-    @Test("Jobs run in order on the thread that runs it, and stop ends the run")
+    /// Jobs queued one after another, each seen queued before the next: the order they ran in is
+    /// the order they came in.
+    private static func queue(_ count: Int, on runner: Runner, log: NIOLockedValueBox<[Int]>) async throws -> [Task<Bool, Never>] {
+        var tasks: [Task<Bool, Never>] = []
+        for value in 0..<count {
+            let actor = OnExecutor(runner.executor, log: log, value: value)
+            tasks.append(Task { await actor.record() })
+            let deadline = ContinuousClock.now + .seconds(10)
+            while runner.executor.queued < value + 1 {
+                try #require(ContinuousClock.now < deadline, "job \(value) was not queued within 10 s")
+                try await Task.sleep(for: .milliseconds(1))
+            }
+        }
+        return tasks
+    }
+
+    @Test("Jobs queued before the run and during it run in order, on its thread, until stop")
     func runsJobsInOrderUntilStopped() async throws {
-        // Made and run on a thread of its own, as EventLoopExecutors.main does on the main thread.
-        let made = ConditionLock(value: 0)
-        let state = NIOLockedValueBox<(MainThreadExecutor, pthread_t)?>(nil)
-        let ended = DispatchSemaphore(value: 0)
-        DispatchQueue.global().async {
-            let executor = MainThreadExecutor()
-            state.withLockedValue { $0 = (executor, pthread_self()) }
-            made.lock()
-            made.unlock(withValue: 1)
-            try? executor.run()
-            ended.signal()
+        let runner = Runner()
+        let log = NIOLockedValueBox<[Int]>([])
+        let before = try await Self.queue(20, on: runner, log: log)
+        runner.start()
+        for task in before { #expect(await task.value, "a job ran where the executor is not isolated") }
+        #expect(log.withLockedValue { $0 } == Array(0..<20))
+        // While it runs: one at a time.
+        for value in 20..<40 {
+            let actor = OnExecutor(runner.executor, log: log, value: value)
+            #expect(await actor.record())
         }
-        made.lock(whenValue: 1)
-        made.unlock()
-        let (executor, thread) = try #require(state.withLockedValue { $0 })
-        let actor = OnExecutor(executor)
-        for value in 0..<50 {
-            #expect(await actor.record(value, on: thread), "job \(value) ran off the executor's thread")
-        }
-        #expect(await actor.seen == Array(0..<50))
-        executor.stop()
-        #expect(ended.wait(timeout: .now() + 10) == .success, "run() did not return within 10 s of stop()")
+        #expect(log.withLockedValue { $0 } == Array(0..<40))
+        runner.executor.stop()
+        #expect(runner.ended(within: 10), "run() did not return within 10 s of stop()")
+    }
+
+    @Test("A stop lets the jobs queued before it run first")
+    func stopRunsWhatWasQueued() async throws {
+        let runner = Runner()
+        let log = NIOLockedValueBox<[Int]>([])
+        let queued = try await Self.queue(5, on: runner, log: log)
+        runner.executor.stop()
+        runner.start()
+        #expect(runner.ended(within: 10), "run() did not return within 10 s of stop()")
+        let ran = log.withLockedValue { $0 }
+        #expect(ran == Array(0..<5))
+        // Only once they all ran: a job dropped would never end its task.
+        guard ran.count == 5 else { return }
+        for task in queued { #expect(await task.value) }
+    }
+
+    @Test("Off its thread the executor says it is not isolated")
+    func notIsolatedElsewhere() {
+        let runner = Runner()
+        #expect(runner.executor.isIsolatingCurrentContext() == false)
+        runner.executor.stop()
+        runner.start()
+        #expect(runner.ended(within: 10))
     }
 }

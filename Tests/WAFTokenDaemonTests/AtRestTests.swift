@@ -28,6 +28,32 @@ struct AtRestTests {
         }
     }
 
+    /// The main actor's executor is the daemon's own (`MainThreadExecutor`): the main thread waits
+    /// on a futex. libdispatch's `dispatch_main` parked it in `rt_sigsuspend`, after unwinding it
+    /// with `pthread_exit`, which loaded `libgcc_s` on the start's path (docs/performance.md, "The
+    /// main thread parks without libdispatch").
+    @Test("The main thread waits on a futex for the main actor's jobs, not in dispatch_main")
+    func mainThreadParksOnAFutex() async throws {
+        try await withDaemon { _, daemon in
+            let pid = daemon.process.processIdentifier
+            #if arch(x86_64)
+            let futex = "202"
+            #elseif arch(arm64)
+            let futex = "98"
+            #endif
+            let deadline = ContinuousClock.now + .seconds(10)
+            var call = ""
+            while ContinuousClock.now < deadline {
+                // "NUMBER ARGUMENTS…" while blocked in a system call, "running" or "-1 …" otherwise.
+                let line = try? String(contentsOfFile: "/proc/\(pid)/task/\(pid)/syscall", encoding: .utf8)
+                call = line?.split(separator: " ").first.map(String.init) ?? ""
+                if call == futex { break }
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            #expect(call == futex, "the main thread is in system call \(call), not futex (\(futex)), 10 s after READY=1")
+        }
+    }
+
     struct Switches {
         var byThread: [String: Int] = [:]
     }

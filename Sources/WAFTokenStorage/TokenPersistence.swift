@@ -27,9 +27,10 @@ package final class TokenPersistence: Service, Sendable {
 
     package init(layout: StorageLayout, logger: Logger, failingChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.failingChanged = failingChanged
-        var ledger = StorageLedger(layout: layout, logger: logger)
-        ledger.removeStaleTemporaries(in: layout.paths)
-        self.ledger = NIOLockedValueBox(ledger)
+        self.ledger = NIOLockedValueBox(StorageLedger(layout: layout, logger: logger))
+        // What a killed writer left is removed first on the queue, before any write of this run,
+        // and off the start's path (a directory read per path, 0.1 ms before READY=1).
+        queue.async { [ledger] in ledger.withLockedValue { $0.removeStaleTemporaries(in: layout.paths) } }
     }
 
     /// Where to write from now on, and for whom. A provider whose identity changed, or that is

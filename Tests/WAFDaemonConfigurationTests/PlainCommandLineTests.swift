@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import Testing
 import WAFTestTraits
 
@@ -69,5 +70,12 @@ struct PlainCommandLineTests {
         for arguments in cases {
             #expect(WAFTokendCommand.plainKeyOptions(arguments) == nil, "\(arguments)")
         }
+    }
+
+    @Test("The environment read from environ is Foundation's, variable for variable")
+    func environmentAsFoundationReadsIt() {
+        let ours = WAFTokendCommand.processEnvironment()
+        #expect(!ours.isEmpty)
+        #expect(ours == ProcessInfo.processInfo.environment)
     }
 }

@@ -34,16 +34,18 @@ final class MainThreadExecutor: MainExecutor, @unchecked Sendable {
     }
 
     /// Runs the jobs as they come, in the order they came, on the calling thread, until `stop`:
-    /// the jobs enqueued before the stop still run, and a later `run` serves the ones after it.
+    /// the jobs taken with the stop (those enqueued before it, and any just after) still run, and
+    /// a later `run` serves the rest.
     func run() throws {
+        var batch: [UnownedJob] = []
         while true {
             pending.lock(whenValue: 1)
-            let batch = jobs
-            jobs.removeAll(keepingCapacity: true)
+            swap(&batch, &jobs)
             let stop = stopping
             stopping = false
             pending.unlock(withValue: 0)
             for job in batch { job.runSynchronously(on: asUnownedSerialExecutor()) }
+            batch.removeAll(keepingCapacity: true)
             if stop { return }
         }
     }

@@ -65,7 +65,7 @@ struct PlainCommandLineTests {
             ["--demo"], ["--check-config"], ["--once"], ["--help"], ["-h"], ["--version"],
             ["--no-such-key", "x"], ["--domain-name", "a", "--domain-name", "b"], ["--domain-name"], ["--domain-name="],
             ["--domain-name", "--socket-path"], ["--log-level=-1"], ["--", "--domain-name", "x"], ["domain-name", "x"],
-            ["--provider", "pay"], ["--print", "cookie"], ["--allowed-users", "x"],
+            ["--provider", "pay"], ["--print", "cookie"], ["--allowed-users", "x"], ["--domain-name=\u{301}x"],
         ]
         for arguments in cases {
             #expect(WAFTokendCommand.plainKeyOptions(arguments) == nil, "\(arguments)")
@@ -77,5 +77,22 @@ struct PlainCommandLineTests {
         let ours = WAFTokendCommand.processEnvironment()
         #expect(!ours.isEmpty)
         #expect(ours == ProcessInfo.processInfo.environment)
+    }
+
+    @Test("Of an environment's odd entries: the last of a name kept, one without = skipped, bad UTF-8 repaired")
+    func environmentOddEntries() {
+        let entries: [[UInt8]] = [
+            Array("A=1".utf8), Array("NOEQUALS".utf8), Array("A=2".utf8), Array("=empty".utf8), Array("B=x=y".utf8), [0x43, 0x3D, 0xFF, 0x41],
+        ]
+        var pointers: [UnsafeMutablePointer<CChar>?] = entries.map { bytes in
+            let pointer = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (index, byte) in bytes.enumerated() { pointer[index] = CChar(bitPattern: byte) }
+            pointer[bytes.count] = 0
+            return pointer
+        }
+        pointers.append(nil)
+        defer { for pointer in pointers { pointer?.deallocate() } }
+        let environment = pointers.withUnsafeMutableBufferPointer { WAFTokendCommand.processEnvironment($0.baseAddress!) }
+        #expect(environment == ["A": "2", "": "empty", "B": "x=y", "C": "\u{FFFD}A"])
     }
 }

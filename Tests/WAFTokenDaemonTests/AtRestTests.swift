@@ -40,6 +40,8 @@ struct AtRestTests {
             let futex = "202"
             #elseif arch(arm64)
             let futex = "98"
+            #else
+            #error("the futex system call's number on this architecture")
             #endif
             let deadline = ContinuousClock.now + .seconds(10)
             var call = ""

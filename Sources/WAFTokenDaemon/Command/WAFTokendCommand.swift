@@ -1,6 +1,7 @@
 import ArgumentParser
 import NIOConcurrencyHelpers
 import WAFDaemonConfiguration
+import WAFTokenCore
 
 #if canImport(Glibc)
 import Glibc
@@ -72,7 +73,33 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     /// its options are declared, and these are as many as the providers.
     static let providerOptions = NIOLockedValueBox<[String: String]>([:])
 
+    /// A plain serving start's sources and configuration, read by `prepare`.
+    struct PreparedStart: Sendable {
+        let sources: ConfigurationSources
+        let loaded: Result<DaemonConfiguration, WAFConfigurationError>
+    }
+    static let prepared = NIOLockedValueBox<PreparedStart?>(nil)
+
+    /// For a plain serving start (`plainKeyOptions`), reads the command line, the environment and
+    /// the configuration now, on the calling thread, before the executors run: `main` takes them.
+    /// Anything else is read by `main` as before.
+    public static func prepare() {
+        let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
+        guard rest.first != "exec", let plain = plainKeyOptions(rest) else { return }
+        providerOptions.withLockedValue { $0 = options }
+        let sources = sources(keys: plain.keys, environment: Self.processEnvironment(), file: plain.config)
+        LibraryFailure.install()
+        let loaded = ConfigurationLoader.load(sources)
+        prepared.withLockedValue { $0 = PreparedStart(sources: sources, loaded: loaded) }
+    }
+
     public static func main() async {
+        if let start = prepared.withLockedValue({ prepared in
+            defer { prepared = nil }
+            return prepared
+        }) {
+            Glibc.exit(await Daemon.run(sources: start.sources, demo: false, loaded: start.loaded))
+        }
         let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
         providerOptions.withLockedValue { $0 = options }
         if rest.first == "exec" {
@@ -103,8 +130,10 @@ public struct WAFTokendCommand: AsyncParsableCommand {
             let argument = arguments[index]
             let option: String
             let value: String
-            // By bytes: the first `Character` operations of a process cost it their tables.
+            // By bytes: the first `Character` operations of a process cost it their tables. A
+            // non-ASCII byte after the `=` (a combining mark would join it) is ArgumentParser's.
             if let equals = argument.utf8.firstIndex(of: UInt8(ascii: "=")) {
+                if let next = argument.utf8[argument.utf8.index(after: equals)...].first, next >= 0x80 { return nil }
                 option = String(argument[..<equals])
                 value = String(argument[argument.utf8.index(after: equals)...])
                 index += 1
@@ -126,16 +155,16 @@ public struct WAFTokendCommand: AsyncParsableCommand {
         return (config, keys)
     }
 
-    /// The process's environment, read from `environ` as `getenv` reads it (the first of a name
-    /// wins): Foundation's `ProcessInfo` made itself first, 0.1 ms of a start's path.
-    static func processEnvironment() -> [String: String] {
+    /// The process's environment, read from `environ` as Foundation's `ProcessInfo` reads it (an
+    /// entry without `=` skipped, the last of a name kept, bytes that are no UTF-8 repaired), which
+    /// made its singleton first, 0.1 ms of a start's path. `entries`: for tests.
+    static func processEnvironment(_ entries: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ) -> [String: String] {
         var environment: [String: String] = [:]
-        var entry: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ
+        var entry = entries
         while let variable = entry.pointee {
             let bytes = UnsafeBufferPointer(start: UnsafeRawPointer(variable).assumingMemoryBound(to: UInt8.self), count: strlen(variable))
             if let equals = bytes.firstIndex(of: UInt8(ascii: "=")) {
-                let name = String(decoding: bytes[..<equals], as: UTF8.self)
-                if environment[name] == nil { environment[name] = String(decoding: bytes[(equals + 1)...], as: UTF8.self) }
+                environment[String(decoding: bytes[..<equals], as: UTF8.self)] = String(decoding: bytes[(equals + 1)...], as: UTF8.self)
             }
             entry += 1
         }

@@ -1,6 +1,7 @@
 import Logging
 import WAFDaemonConfiguration
 import WAFServiceManager
+import WAFTokenCore
 import WAFVersion
 
 #if canImport(Glibc)
@@ -17,6 +18,13 @@ public enum Daemon {
         await run(sources: sources, demo: demo, exec: nil)
     }
 
+    /// `loaded`: `sources`' configuration, read already (`WAFTokendCommand.prepare`).
+    static func run(sources: ConfigurationSources, demo: Bool, loaded: Result<DaemonConfiguration, WAFConfigurationError>) async -> Int32 {
+        let code = await serve(sources: sources, demo: demo, exec: nil, loaded: loaded)
+        LibraryFailure.waitIfFailing()
+        return code
+    }
+
     /// `exec`: `waf-tokend exec`'s supervisor runs too, and the exit code is its child's.
     static func run(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
         let code = await serve(sources: sources, demo: demo, exec: exec)
@@ -26,7 +34,10 @@ public enum Daemon {
         return code
     }
 
-    private static func serve(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
+    private static func serve(
+        sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?,
+        loaded preloaded: Result<DaemonConfiguration, WAFConfigurationError>? = nil
+    ) async -> Int32 {
         // Under exec, done before its signals were armed: ignoring a signal again after a
         // dispatch source for it exists would take the source's handler away.
         if exec == nil { SignalService.ignoreDefaultActions() }
@@ -64,7 +75,7 @@ public enum Daemon {
         }
 
         let configuration: DaemonConfiguration
-        switch ConfigurationLoader.load(sources) {
+        switch preloaded ?? ConfigurationLoader.load(sources) {
         case .failure(let error):
             await demoService?.stop()
             let lines = error.issues.map { "  \($0.description)" }.joined(separator: "\n")

@@ -29,13 +29,13 @@ enum WAFTokendMain {
             print(WAFTokendVersion.current)
             exit(0)
         }
-        // The runtime's conformance checks of the start, asked ahead on an idle CPU: started once
-        // NIO's loops are made, since the making of their threads and the warm-up competed
-        // (docs/decisions.md, "The start's conformance warm-up").
         // NIO's loops made on another thread while this one reads the command line and the
         // configuration (docs/performance.md, "Start-up in detail").
         EventLoopExecutors.makeLoopsAhead()
         WAFTokendCommand.prepare()
+        // The runtime's conformance checks of the start, asked ahead on an idle CPU: started once
+        // NIO's loops are made, since the making of their threads and the warm-up competed
+        // (docs/decisions.md, "The start's conformance warm-up").
         EventLoopExecutors.main(alongside: { ConformanceWarmup.start(ConformanceWarmup.daemon) }) {
             // Natively to the journal when stderr is connected to it, plain lines on stderr otherwise.
             let journal = JournalLogHandler.isStandardErrorJournal

@@ -95,4 +95,19 @@ struct PlainCommandLineTests {
         let environment = pointers.withUnsafeMutableBufferPointer { WAFTokendCommand.processEnvironment($0.baseAddress!) }
         #expect(environment == ["A": "2", "": "empty", "B": "x=y", "C": "\u{FFFD}A"])
     }
+
+    @Test("A plain serving start read ahead of the executors has the sources the command's own path builds; any other is not read ahead")
+    func plainStartReadAhead() throws {
+        let arguments = ["--domain-name", "a.example", "--providers.pay.domainName", "pay.example", "--config=/dev/null"]
+        let start = try #require(WAFTokendCommand.plainStart(arguments, environment: { ["WAF_TOKEND_LOG_LEVEL": "debug"] }))
+        let (rest, options) = WAFTokendCommand.extractProviderOptions(arguments)
+        let plain = try #require(WAFTokendCommand.plainKeyOptions(rest))
+        #expect(start.options == ["providers.pay.domainName": "pay.example"] && start.options == options)
+        #expect(start.sources.commandLine == plain.keys.merging(options) { $1 })
+        #expect(start.sources.file == "/dev/null")
+        #expect(start.sources.environment == ["WAF_TOKEND_LOG_LEVEL": "debug"])
+        for other in [["exec", "--", "true"], ["--once"], ["--check-config"], ["--demo"], ["--help"]] {
+            #expect(WAFTokendCommand.plainStart(other, environment: { [:] }) == nil, "\(other)")
+        }
+    }
 }

@@ -106,6 +106,42 @@ struct SignalTests {
         await service.stop()
     }
 
+    /// The configuration is read before the signals are armed (on the main thread, while NIO's
+    /// loops are made): SIGHUP, SIGUSR1 and SIGUSR2 must be ignored by then, or their default
+    /// action ends the daemon (docs/running.md). The read is held open by a FIFO as the proxy's
+    /// credentials file, which the configuration's check opens and waits on for a writer.
+    @Test("SIGHUP, SIGUSR1 and SIGUSR2 while the configuration is read are ignored, not the daemon's end")
+    func ignoredWhileTheConfigurationIsRead() async throws {
+        let directory = try scratchDirectory("signals-while-reading")
+        let fifo = directory.appendingPathComponent("credentials").path
+        try #require(mkfifo(fifo, 0o600) == 0)
+        let daemon = try DaemonProcess(
+            service: nil,
+            arguments: [
+                "--application-integration-url", "https://example.com/x/", "--domain-name", "example.com", "--egress-proxy", "http://127.0.0.1:9",
+                "--egress-proxy-credentials-file", fifo,
+            ])
+        let pid = daemon.process.processIdentifier
+        let deadline = ContinuousClock.now + .seconds(20)
+        while (try? String(contentsOfFile: "/proc/\(pid)/wchan", encoding: .utf8)) != "wait_for_partner" {
+            guard daemon.process.isRunning, ContinuousClock.now < deadline else {
+                Issue.record("the start did not wait on the credentials file within 20 s: \(daemon.stderr)")
+                await daemon.stop()
+                return
+            }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        for signal in [SIGHUP, SIGUSR1, SIGUSR2] { daemon.signal(signal) }
+        try await Task.sleep(for: .milliseconds(200))
+        // A writer lets the read go on; a FIFO is no regular file, so the configuration is refused.
+        let writer = open(fifo, O_WRONLY | O_NONBLOCK)
+        defer { if writer >= 0 { close(writer) } }
+        #expect(writer >= 0, "the FIFO's reader is gone: \(daemon.stderr)")
+        #expect(
+            await daemon.waitForExit() == 78,
+            "ended by the configuration's refusal (78), not by a signal's default action (129, 138, 140): \(daemon.stderr)")
+    }
+
     @Test("a storm of thousands of signals leaves the state right and never two fetches in flight")
     func signalStorm() async throws {
         // Slow answers make overlapping fetches visible to the service's in-flight count.

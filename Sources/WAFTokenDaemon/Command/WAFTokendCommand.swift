@@ -65,8 +65,24 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     }
 
     private static func sources(keys: [String: String], environment: [String: String], file: String?) -> ConfigurationSources {
-        let providers = providerOptions.withLockedValue { $0 }
-        return ConfigurationSources(commandLine: keys.merging(providers) { $1 }, environment: environment, file: file)
+        sources(keys: keys, providers: providerOptions.withLockedValue { $0 }, environment: environment, file: file)
+    }
+
+    private static func sources(
+        keys: [String: String], providers: [String: String], environment: [String: String], file: String?
+    )
+        -> ConfigurationSources
+    {
+        ConfigurationSources(commandLine: keys.merging(providers) { $1 }, environment: environment, file: file)
+    }
+
+    /// A plain serving start's provider options and sources (`plainKeyOptions`, no `exec`); nil for
+    /// any other command line.
+    static func plainStart(_ arguments: [String], environment: () -> [String: String]) -> (options: [String: String], sources: ConfigurationSources)?
+    {
+        let (rest, options) = extractProviderOptions(arguments)
+        guard rest.first != "exec", let plain = plainKeyOptions(rest) else { return nil }
+        return (options, sources(keys: plain.keys, providers: options, environment: environment(), file: plain.config))
     }
 
     /// `--providers.NAME.KEY VALUE` (or `=VALUE`), taken out before ArgumentParser reads the rest:
@@ -84,13 +100,16 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     /// the configuration now, on the calling thread, before the executors run: `main` takes them.
     /// Anything else is read by `main` as before.
     public static func prepare() {
-        let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
-        guard rest.first != "exec", let plain = plainKeyOptions(rest) else { return }
-        providerOptions.withLockedValue { $0 = options }
-        let sources = sources(keys: plain.keys, environment: Self.processEnvironment(), file: plain.config)
+        guard let start = plainStart(Array(CommandLine.arguments.dropFirst()), environment: { processEnvironment() }) else { return }
+        providerOptions.withLockedValue { $0 = start.options }
+        // What `Daemon.serve` does first, before the configuration is read: SIGHUP, SIGUSR1 and
+        // SIGUSR2 ignored until they are armed (docs/running.md), a closed pipe no end of the
+        // daemon, a library that cannot be loaded (libyaml, libpsl) its one clear failure.
+        SignalService.ignoreDefaultActions()
+        signal(SIGPIPE, SIG_IGN)
         LibraryFailure.install()
-        let loaded = ConfigurationLoader.load(sources)
-        prepared.withLockedValue { $0 = PreparedStart(sources: sources, loaded: loaded) }
+        let loaded = ConfigurationLoader.load(start.sources)
+        prepared.withLockedValue { $0 = PreparedStart(sources: start.sources, loaded: loaded) }
     }
 
     public static func main() async {
@@ -98,7 +117,7 @@ public struct WAFTokendCommand: AsyncParsableCommand {
             defer { prepared = nil }
             return prepared
         }) {
-            Glibc.exit(await Daemon.run(sources: start.sources, demo: false, loaded: start.loaded))
+            Glibc.exit(await Daemon.run(sources: start.sources, loaded: start.loaded))
         }
         let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
         providerOptions.withLockedValue { $0 = options }
@@ -156,8 +175,9 @@ public struct WAFTokendCommand: AsyncParsableCommand {
     }
 
     /// The process's environment, read from `environ` as Foundation's `ProcessInfo` reads it (an
-    /// entry without `=` skipped, the last of a name kept, bytes that are no UTF-8 repaired), which
-    /// made its singleton first, 0.1 ms of a start's path. `entries`: for tests.
+    /// entry without `=` skipped, the last of a name kept, bytes that are no UTF-8 repaired; split
+    /// at the first `=` byte, where Foundation skips one a combining mark follows), which made its
+    /// singleton first, 0.1 ms of a start's path. `entries`: for tests.
     static func processEnvironment(_ entries: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?> = environ) -> [String: String] {
         var environment: [String: String] = [:]
         var entry = entries

@@ -18,9 +18,10 @@ public enum Daemon {
         await run(sources: sources, demo: demo, exec: nil)
     }
 
-    /// `loaded`: `sources`' configuration, read already (`WAFTokendCommand.prepare`).
-    static func run(sources: ConfigurationSources, demo: Bool, loaded: Result<DaemonConfiguration, WAFConfigurationError>) async -> Int32 {
-        let code = await serve(sources: sources, demo: demo, exec: nil, loaded: loaded)
+    /// A plain serving start whose configuration `loaded` was read from `sources` already
+    /// (`WAFTokendCommand.prepare`; never demo mode, whose sources the start changes).
+    static func run(sources: ConfigurationSources, loaded: Result<DaemonConfiguration, WAFConfigurationError>) async -> Int32 {
+        let code = await serve(sources: sources, demo: false, exec: nil, loaded: loaded)
         LibraryFailure.waitIfFailing()
         return code
     }

@@ -60,7 +60,7 @@ struct ExecCommand: AsyncParsableCommand {
         let signals = ForwardedSignals()
         let providers = WAFTokendCommand.providerOptions.withLockedValue { $0 }
         let sources = ConfigurationSources(
-            commandLine: keys.values.merging(providers) { $1 }, environment: ProcessInfo.processInfo.environment, file: config)
+            commandLine: keys.values.merging(providers) { $1 }, environment: WAFTokendCommand.processEnvironment(), file: config)
         throw ExitCode(await ExecMode.run(sources, options: self, signals: signals))
     }
 }

@@ -94,13 +94,20 @@ public struct WAFTokendCommand: AsyncParsableCommand {
         let sources: ConfigurationSources
         let loaded: Result<DaemonConfiguration, WAFConfigurationError>
     }
-    static let prepared = NIOLockedValueBox<PreparedStart?>(nil)
+    /// What `prepare` read: `asked` once it ran (`start` nil for any other command line).
+    private static let prepared = NIOLockedValueBox<(asked: Bool, start: PreparedStart?)>((false, nil))
 
     /// For a plain serving start (`plainKeyOptions`), reads the command line, the environment and
     /// the configuration now, on the calling thread, before the executors run: `main` takes them.
-    /// Anything else is read by `main` as before.
+    /// Anything else is read by `main` as before. An executable that does not call it has `main`
+    /// read the same, on its loop.
     public static func prepare() {
-        guard let start = plainStart(Array(CommandLine.arguments.dropFirst()), environment: { processEnvironment() }) else { return }
+        let start = readPlainStart()
+        prepared.withLockedValue { $0 = (true, start) }
+    }
+
+    private static func readPlainStart() -> PreparedStart? {
+        guard let start = plainStart(Array(CommandLine.arguments.dropFirst()), environment: { processEnvironment() }) else { return nil }
         providerOptions.withLockedValue { $0 = start.options }
         // What `Daemon.serve` does first, before the configuration is read: SIGHUP, SIGUSR1 and
         // SIGUSR2 ignored until they are armed (docs/running.md), a closed pipe no end of the
@@ -108,27 +115,23 @@ public struct WAFTokendCommand: AsyncParsableCommand {
         SignalService.ignoreDefaultActions()
         signal(SIGPIPE, SIG_IGN)
         LibraryFailure.install()
-        let loaded = ConfigurationLoader.load(start.sources)
-        prepared.withLockedValue { $0 = PreparedStart(sources: start.sources, loaded: loaded) }
+        return PreparedStart(sources: start.sources, loaded: ConfigurationLoader.load(start.sources))
     }
 
     public static func main() async {
-        if let start = prepared.withLockedValue({ prepared in
-            defer { prepared = nil }
+        let (asked, prepared) = prepared.withLockedValue { prepared in
+            defer { prepared = (false, nil) }
             return prepared
-        }) {
-            Glibc.exit(await Daemon.run(sources: start.sources, loaded: start.loaded))
+        }
+        if let start = asked ? prepared : readPlainStart() {
+            // Not through `exit(withError:)`, which makes ArgumentParser render a message for it.
+            Glibc.exit(await Daemon.run(sources: start.sources, demo: false, exec: nil, loaded: start.loaded))
         }
         let (rest, options) = Self.extractProviderOptions(Array(CommandLine.arguments.dropFirst()))
         providerOptions.withLockedValue { $0 = options }
         if rest.first == "exec" {
             await ExecCommand.main(Array(rest.dropFirst()))
             return
-        }
-        if let plain = plainKeyOptions(rest) {
-            let sources = sources(keys: plain.keys, environment: Self.processEnvironment(), file: plain.config)
-            // Not through `exit(withError:)`, which makes ArgumentParser render a message for it.
-            Glibc.exit(await Daemon.run(sources: sources, demo: false))
         }
         await main(rest)
     }
@@ -225,8 +228,7 @@ public struct WAFTokendCommand: AsyncParsableCommand {
             print(ConfigurationReference.markdown)
             return
         }
-        let environment = ProcessInfo.processInfo.environment
-        let sources = sources(environment: environment)
+        let sources = sources(environment: Self.processEnvironment())
         if once {
             throw ExitCode(await OneShot.run(sources, provider: provider, output: printed))
         }

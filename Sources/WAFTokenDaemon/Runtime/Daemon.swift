@@ -18,17 +18,15 @@ public enum Daemon {
         await run(sources: sources, demo: demo, exec: nil)
     }
 
-    /// A plain serving start whose configuration `loaded` was read from `sources` already
-    /// (`WAFTokendCommand.prepare`; never demo mode, whose sources the start changes).
-    static func run(sources: ConfigurationSources, loaded: Result<DaemonConfiguration, WAFConfigurationError>) async -> Int32 {
-        let code = await serve(sources: sources, demo: false, exec: nil, loaded: loaded)
-        LibraryFailure.waitIfFailing()
-        return code
-    }
-
-    /// `exec`: `waf-tokend exec`'s supervisor runs too, and the exit code is its child's.
-    static func run(sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?) async -> Int32 {
-        let code = await serve(sources: sources, demo: demo, exec: exec)
+    /// `exec`: `waf-tokend exec`'s supervisor runs too, and the exit code is its child's. `loaded`:
+    /// `sources`' configuration, read already (`WAFTokendCommand.prepare`; never in demo mode,
+    /// whose sources the start changes).
+    static func run(
+        sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?,
+        loaded: Result<DaemonConfiguration, WAFConfigurationError>? = nil
+    ) async -> Int32 {
+        precondition(loaded == nil || !demo, "demo mode reads its configuration from the sources it makes")
+        let code = await serve(sources: sources, demo: demo, exec: exec, loaded: loaded)
         // A stop that ends while a missing library's handler runs leaves the exit to it (status 1),
         // and exec's private directory, which it removes.
         LibraryFailure.waitIfFailing()
@@ -36,8 +34,7 @@ public enum Daemon {
     }
 
     private static func serve(
-        sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?,
-        loaded preloaded: Result<DaemonConfiguration, WAFConfigurationError>? = nil
+        sources: ConfigurationSources, demo: Bool, exec: ExecService.Settings?, loaded preloaded: Result<DaemonConfiguration, WAFConfigurationError>?
     ) async -> Int32 {
         // Under exec, done before its signals were armed: ignoring a signal again after a
         // dispatch source for it exists would take the source's handler away.

@@ -24,27 +24,12 @@ package final class TokenPersistence: Service, Sendable {
     private let ledger: NIOLockedValueBox<StorageLedger>
     /// Told how many paths' last writes failed, whenever that changes (the daemon's metrics).
     private let failingChanged: @Sendable (Int) -> Void
-    /// 1 once the start's removal of stale temporaries is done.
-    private let staleRemoved = ConditionLock(value: 0)
 
     package init(layout: StorageLayout, logger: Logger, failingChanged: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.failingChanged = failingChanged
-        self.ledger = NIOLockedValueBox(StorageLedger(layout: layout, logger: logger))
-        // What a killed writer left is removed first on the queue, before any write of this run,
-        // and beside the rest of the start (a directory read per path, 0.1 ms of the first loop's
-        // time before READY=1); `waitForStaleRemoval` holds the socket back until it is done.
-        queue.async { [ledger, staleRemoved] in
-            ledger.withLockedValue { $0.removeStaleTemporaries(in: layout.paths) }
-            staleRemoved.lock()
-            staleRemoved.unlock(withValue: 1)
-        }
-    }
-
-    /// Returns once what a killed writer left at the start is removed: before the daemon serves,
-    /// so that whoever sees it serve sees none of it. By then it is done (the queue's first job).
-    package func waitForStaleRemoval() {
-        staleRemoved.lock(whenValue: 1)
-        staleRemoved.unlock()
+        var ledger = StorageLedger(layout: layout, logger: logger)
+        ledger.removeStaleTemporaries(in: layout.paths)
+        self.ledger = NIOLockedValueBox(ledger)
     }
 
     /// Where to write from now on, and for whom. A provider whose identity changed, or that is

@@ -97,8 +97,6 @@ struct DaemonRuntime {
                 proxySockets[provider.name] = passed.take(settings.listen.listenerAddress(mode: settings.mode))
             }
             passed.closeUnclaimed(logger: logger)
-            // A killed writer's temporaries gone before anyone sees the daemon serve.
-            parts.persistence.waitForStaleRemoval()
             // The proxies first: a client that sees the socket answer may use a proxy at once.
             do throws(DaemonFailure) {
                 for provider in configuration.providers {
